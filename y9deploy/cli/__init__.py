@@ -1,0 +1,1 @@
+"""The ``y9`` command line: thin typer commands, one module per command group."""

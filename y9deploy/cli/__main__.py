@@ -1,0 +1,3 @@
+from y9deploy.cli.app import main
+
+main()
