@@ -86,7 +86,7 @@ class YOLO(nn.Module):
         layers: list[nn.Module] = []
         out_ch: list[list[int] | int] = []
         self.sources: list[list[int]] = []
-        for i, layer in enumerate(cfg["layers"]):
+        for layer in cfg["layers"]:
             srcs = layer["sources"]
             ch_in = []
             for s in srcs:
