@@ -1,16 +1,23 @@
 """Pre-processing: letterbox (shared by training and inference), colour, layout and normalisation.
 
+- ``letterbox`` / ``letterbox_params``: the official letterbox (same arguments, same pixels).
+- ``prepare``: frames (HxWx3 uint8 BGR) -> network blob ``[B, 3, H, W]`` RGB 0..1 plus one ``LetterboxInfo``
+  per frame, in two passes over the pixels (a resize straight into the padded canvas, then one planar
+  conversion).
+- ``scale_boxes`` / ``unletterbox``: boxes in network-input pixels back to frame pixels.
+
 No torch here: a deployment box has numpy and OpenCV.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-Shape = Union[int, tuple[int, int]]
+Shape = int | tuple[int, int]
 
 
 def as_hw(new_shape: Shape) -> tuple[int, int]:
@@ -87,3 +94,252 @@ def letterbox(
     if top or bottom or left or right:
         img = cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_CONSTANT, value=color)
     return img, (r, r), (dw, dh)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Geometry of one letterboxed frame, and its inverse
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LetterboxInfo:
+    """Where a frame went inside the network input.
+
+    Attributes:
+        in_hw: ``(h, w)`` of the source frame.
+        out_hw: ``(h, w)`` of the letterboxed image (the network input).
+        ratio: ``(ratio_w, ratio_h)`` as the official letterbox returns it (both equal to the scale ``r``).
+        pad: ``(dw, dh)`` as the official letterbox returns it (half of the total padding, may end in .5).
+        offset: ``(left, top)``: integer column/row where the resized frame really starts.
+        resized_wh: ``(w, h)`` of the resized frame before padding (``round(w * r)``, ``round(h * r)``).
+    """
+
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    ratio: tuple[float, float]
+    pad: tuple[float, float]
+    offset: tuple[int, int]
+    resized_wh: tuple[int, int]
+
+    @property
+    def scale_xy(self) -> tuple[float, float]:
+        """``(sx, sy)``: input pixels per frame pixel along x and y, exactly as the resize applied them."""
+        return self.resized_wh[0] / self.in_hw[1], self.resized_wh[1] / self.in_hw[0]
+
+
+def letterbox_info(
+    in_hw: tuple[int, int],
+    new_shape: Shape = 640,
+    *,
+    auto: bool = False,
+    scaleup: bool = True,
+    stride: int = 32,
+) -> LetterboxInfo:
+    """``letterbox_params`` as a ``LetterboxInfo`` for a frame of size ``in_hw = (h, w)``."""
+    r, (unpad_w, unpad_h), (dw, dh), out_hw = letterbox_params(
+        in_hw, new_shape, auto=auto, scaleup=scaleup, stride=stride
+    )
+    return LetterboxInfo(
+        in_hw=(int(in_hw[0]), int(in_hw[1])),
+        out_hw=(int(out_hw[0]), int(out_hw[1])),
+        ratio=(r, r),
+        pad=(dw, dh),
+        offset=(int(round(dw - 0.1)), int(round(dh - 0.1))),
+        resized_wh=(unpad_w, unpad_h),
+    )
+
+
+def scale_boxes(boxes: np.ndarray, info: LetterboxInfo, clip: bool = True) -> np.ndarray:
+    """Map xyxy boxes from network-input pixels back to frame pixels.
+
+    The inverse of the resize really applied: ``x_frame = (x - left) * w / resized_w`` (and the same for y),
+    with ``(left, top) = info.offset``. The official ``scale_boxes`` subtracts the fractional half padding
+    and divides by ``r`` instead; the two differ by at most ``0.5 / r`` pixels when the padding is odd.
+
+    Args:
+        boxes (ndarray[N, 4+K]): x1, y1, x2, y2 in input pixels in the first four columns; any further
+            columns (score, class) are copied unchanged.
+        info: the ``LetterboxInfo`` of the frame.
+        clip: clip x to ``[0, w]`` and y to ``[0, h]`` of the frame.
+    Returns:
+        ndarray[N, 4+K] float32: a new array (the input is not modified).
+    """
+    arr = np.asarray(boxes)
+    if arr.ndim != 2 or arr.shape[1] < 4:
+        raise ValueError(f"boxes has shape {arr.shape}; expected (N, 4) or more columns of x1, y1, x2, y2.")
+    out = np.array(arr, dtype=np.float32, copy=True)
+    (h0, w0), (left, top) = info.in_hw, info.offset
+    sx = w0 / info.resized_wh[0]
+    sy = h0 / info.resized_wh[1]
+    out[:, [0, 2]] = (out[:, [0, 2]] - left) * sx
+    out[:, [1, 3]] = (out[:, [1, 3]] - top) * sy
+    if clip:
+        out[:, [0, 2]] = out[:, [0, 2]].clip(0, w0)
+        out[:, [1, 3]] = out[:, [1, 3]].clip(0, h0)
+    return out
+
+
+unletterbox = scale_boxes
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Frames -> network blob
+# ----------------------------------------------------------------------------------------------------------
+
+_EXPECTED = "expected an HxWx3 uint8 BGR image (numpy.ndarray)"
+
+
+def check_frame(frame: object, index: int = 0) -> np.ndarray:
+    """Validate one frame and return it; raise one clear TypeError/ValueError sentence otherwise.
+
+    Args:
+        frame (ndarray[H, W, 3] uint8): a BGR image as OpenCV reads it.
+        index: its position in the batch, named in the message.
+    """
+    name = f"frame {index}"
+    if frame is None:
+        raise TypeError(f"{name} is None; {_EXPECTED} (did the video/image read fail?).")
+    if not isinstance(frame, np.ndarray):
+        raise TypeError(f"{name} is a {type(frame).__name__}; {_EXPECTED}.")
+    if frame.dtype != np.uint8:
+        raise TypeError(
+            f"{name} has dtype {frame.dtype}; {_EXPECTED} with values 0..255 "
+            "(convert with (img * 255).clip(0, 255).astype(np.uint8) if it holds 0..1 floats)."
+        )
+    if frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 1):
+        raise ValueError(
+            f"{name} has shape {frame.shape}, a single-channel (grayscale) image; {_EXPECTED} "
+            "(convert with cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR))."
+        )
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        raise ValueError(
+            f"{name} has shape {frame.shape}, 4 channels (BGRA); {_EXPECTED} "
+            "(convert with cv2.cvtColor(frame, cv2.COLOR_BGRA2BGR))."
+        )
+    if frame.ndim != 3 or frame.shape[2] != 3:
+        raise ValueError(f"{name} has shape {frame.shape}; {_EXPECTED}.")
+    if frame.shape[0] == 0 or frame.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {frame.shape}); {_EXPECTED} of at least 1x1 pixels.")
+    return frame
+
+
+def check_frames(frames: object) -> list[np.ndarray]:
+    """One frame (ndarray[H, W, 3]), a batch ndarray[B, H, W, 3] or a sequence of frames -> list of frames."""
+    if isinstance(frames, np.ndarray):
+        if frames.ndim == 4:
+            if frames.shape[0] == 0:
+                raise ValueError(
+                    f"frames has shape {frames.shape}, an empty batch; expected at least one frame."
+                )
+            return [check_frame(f, i) for i, f in enumerate(frames)]
+        return [check_frame(frames, 0)]
+    if frames is None:
+        raise TypeError(f"frames is None; {_EXPECTED}, or a list of them.")
+    if not isinstance(frames, Sequence) or isinstance(frames, (str, bytes)):
+        raise TypeError(f"frames is a {type(frames).__name__}; {_EXPECTED}, or a list of them.")
+    if len(frames) == 0:
+        raise ValueError(
+            f"frames is an empty {type(frames).__name__}; expected at least one HxWx3 uint8 image."
+        )
+    return [check_frame(f, i) for i, f in enumerate(frames)]
+
+
+def _fill_value(color: int | tuple[int, int, int]) -> tuple[int, int, int]:
+    if isinstance(color, (int, np.integer)):
+        return (int(color),) * 3
+    c = tuple(int(v) for v in color)
+    if len(c) != 3:
+        raise ValueError(f"color is {color!r}; expected a grey level or a (b, g, r) tuple.")
+    return c
+
+
+_LUT_F16 = (np.arange(256, dtype=np.float32) / 255).astype(np.float16).view(np.uint16)
+
+
+def _to_planar(canvas: np.ndarray, dst: np.ndarray) -> None:
+    """canvas ndarray[H, W, 3] uint8 BGR -> dst ndarray[3, H, W] (float32 or float16) RGB 0..1, in one pass.
+
+    float32: each plane is cast while copied, then divided by 255 in place (bit-equal to ``x / 255``);
+    float16: a 256-entry table of float16 bit patterns applied by ``cv2.LUT`` (bit-equal to
+    ``float16(x / 255)``).
+    """
+    planes = cv2.split(canvas)
+    if dst.dtype == np.float16:
+        bits = dst.view(np.uint16)
+        for c in range(3):
+            cv2.LUT(planes[2 - c], _LUT_F16, dst=bits[c])
+    else:
+        for c in range(3):
+            dst[c] = planes[2 - c]
+        np.divide(dst, np.float32(255), out=dst)
+
+
+def prepare(
+    frames: np.ndarray | Sequence[np.ndarray],
+    imgsz: Shape = 640,
+    *,
+    dtype: type | np.dtype = np.float32,
+    auto: bool = False,
+    scaleup: bool = True,
+    stride: int = 32,
+    color: int | tuple[int, int, int] = 114,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[LetterboxInfo]]:
+    """Frames -> network blob: letterbox, BGR->RGB, HWC->CHW and /255 in two passes per frame.
+
+    The pixels equal ``letterbox(frame, imgsz, ...)`` followed by ``[..., ::-1].transpose(2, 0, 1) / 255``
+    (bit for bit in float32; float16 is that value rounded to float16).
+
+    Args:
+        frames: one ndarray[H, W, 3] uint8 BGR frame, a batch ndarray[B, H, W, 3], or a sequence of frames
+            (sizes may differ).
+        imgsz: network input ``(h, w)`` or a square side.
+        dtype: ``np.float32`` or ``np.float16``.
+        auto, scaleup, stride, color: as ``letterbox``; with ``auto`` every frame must give the same shape.
+        out (ndarray[B, 3, H, W] of dtype, optional): a C-contiguous buffer to fill (e.g. pinned memory).
+    Returns:
+        ``(blob, infos)``: blob ndarray[B, 3, H, W] RGB 0..1 and one ``LetterboxInfo`` per frame.
+    """
+    frames = check_frames(frames)
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float16):
+        raise TypeError(f"dtype is {dt}; expected numpy.float32 or numpy.float16.")
+    fill = _fill_value(color)
+    infos = [letterbox_info(f.shape[:2], imgsz, auto=auto, scaleup=scaleup, stride=stride) for f in frames]
+    for k, info in enumerate(infos):
+        if min(info.resized_wh) < 1:
+            raise ValueError(
+                f"frame {k} has shape {frames[k].shape}, too thin to letterbox into {info.out_hw}; "
+                "expected an aspect ratio that leaves at least one pixel on each side."
+            )
+    shapes = {i.out_hw for i in infos}
+    if len(shapes) != 1:
+        raise ValueError(
+            f"auto=True gave different input shapes {sorted(shapes)} for the frames of one batch; "
+            "expected one shape (use auto=False for a batch of frames of different sizes)."
+        )
+    (oh, ow), n = infos[0].out_hw, len(frames)
+    if out is None:
+        out = np.empty((n, 3, oh, ow), dt)
+    elif out.shape != (n, 3, oh, ow) or out.dtype != dt or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out has shape {out.shape} and dtype {out.dtype}; expected a C-contiguous "
+            f"{(n, 3, oh, ow)} array of {dt}."
+        )
+    canvas = np.empty((oh, ow, 3), np.uint8)
+    for k, (frame, info) in enumerate(zip(frames, infos)):
+        (rw, rh), (left, top) = info.resized_wh, info.offset
+        if frame.shape[:2] == (oh, ow):  # already the input size: no resize, no padding
+            _to_planar(frame, out[k])
+            continue
+        if (rw, rh) != (ow, oh):
+            canvas[...] = fill
+        roi = canvas[top : top + rh, left : left + rw]
+        if frame.shape[:2] == (rh, rw):
+            roi[...] = frame
+        else:  # resize straight into the padded canvas (bit-equal to resize + copyMakeBorder)
+            resized = cv2.resize(frame, (rw, rh), dst=roi, interpolation=cv2.INTER_LINEAR)
+            if not np.shares_memory(resized, roi):  # this OpenCV build copied instead of writing in place
+                roi[...] = resized
+        _to_planar(canvas, out[k])
+    return out, infos

@@ -1,0 +1,158 @@
+"""The public result of a detector: ``Detections`` (numpy only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Names = Sequence[str] | Mapping[int, str]
+
+
+def _check_names(names: object) -> list[str] | dict[int, str]:
+    if isinstance(names, Mapping):
+        out = {}
+        for k, v in names.items():
+            if not isinstance(k, (int, np.integer)) or not isinstance(v, str):
+                raise TypeError(
+                    f"names has the entry {k!r}: {v!r}; expected a mapping of int class id -> str."
+                )
+            out[int(k)] = v
+        return out
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        raise TypeError(
+            f"names is a {type(names).__name__}; expected a list of class names or a dict id -> name."
+        )
+    bad = [v for v in names if not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"names holds {bad[0]!r}; expected a list of str class names.")
+    return list(names)
+
+
+@dataclass(frozen=True, eq=False)
+class Detections:
+    """Detections of one frame.
+
+    Attributes:
+        xyxy (ndarray[N, 4] float32): x1, y1, x2, y2 in frame pixels.
+        confidence (ndarray[N] float32): scores in [0, 1].
+        class_id (ndarray[N] int64): class indices.
+        names (list[str] | dict[int, str]): class names by id.
+
+    Arrays are converted on construction (lists are fine); a wrong shape, non-numeric values or lengths that
+    disagree raise one ValueError/TypeError sentence. Rows are in the order given (``postprocess``: by score).
+    """
+
+    xyxy: np.ndarray
+    confidence: np.ndarray
+    class_id: np.ndarray
+    names: list[str] | dict[int, str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        xyxy = np.asarray(self.xyxy)
+        conf = np.asarray(self.confidence)
+        cls = np.asarray(self.class_id)
+        for name, arr in (("xyxy", xyxy), ("confidence", conf), ("class_id", cls)):
+            if not np.issubdtype(arr.dtype, np.number):
+                raise TypeError(f"Detections.{name} has dtype {arr.dtype}; expected numbers.")
+        if xyxy.size == 0 and xyxy.ndim < 2:
+            xyxy = xyxy.reshape(0, 4)
+        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+            raise ValueError(f"Detections.xyxy has shape {xyxy.shape}; expected (N, 4) x1, y1, x2, y2.")
+        n = xyxy.shape[0]
+        if conf.shape != (n,):
+            raise ValueError(f"Detections.confidence has shape {conf.shape}; expected ({n},) to match xyxy.")
+        if cls.shape != (n,):
+            raise ValueError(f"Detections.class_id has shape {cls.shape}; expected ({n},) to match xyxy.")
+        if np.issubdtype(cls.dtype, np.floating) and not np.all(np.isfinite(cls) & (cls == np.round(cls))):
+            raise ValueError("Detections.class_id holds non-integer values; expected integer class ids.")
+        object.__setattr__(self, "xyxy", np.ascontiguousarray(xyxy, dtype=np.float32))
+        object.__setattr__(self, "confidence", np.ascontiguousarray(conf, dtype=np.float32))
+        object.__setattr__(self, "class_id", np.ascontiguousarray(cls, dtype=np.int64))
+        object.__setattr__(self, "names", _check_names(self.names))
+
+    # -- construction ------------------------------------------------------------------------------------
+    @classmethod
+    def empty(cls, names: Names = ()) -> Detections:
+        """No detections (``len() == 0``) with the given class names."""
+        return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64), names)
+
+    @classmethod
+    def from_rows(cls, rows: np.ndarray, names: Names = ()) -> Detections:
+        """rows (ndarray[N, 6]): (x1, y1, x2, y2, score, class), e.g. one ``postprocess`` output."""
+        arr = np.asarray(rows)
+        if arr.ndim != 2 or arr.shape[1] != 6:
+            raise ValueError(
+                f"rows has shape {arr.shape}; expected (N, 6) rows of x1, y1, x2, y2, score, class."
+            )
+        return cls(arr[:, :4], arr[:, 4], arr[:, 5], names)
+
+    # -- access ------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.xyxy.shape[0])
+
+    def __getitem__(self, index: Any) -> Detections:
+        """Select rows: a boolean mask ndarray[N], an int, a slice or an array of indices -> new Detections."""
+        if isinstance(index, (int, np.integer)):
+            n = len(self)
+            if not -n <= index < n:
+                raise IndexError(f"index {index} is out of range for {n} detections.")
+            index = [int(index)]
+        elif not isinstance(index, slice):
+            index = np.asarray(index)
+            if index.dtype == bool and index.shape != (len(self),):
+                raise IndexError(f"boolean mask has shape {index.shape}; expected ({len(self)},).")
+            if index.dtype != bool and index.size and not np.issubdtype(index.dtype, np.integer):
+                raise IndexError(f"index has dtype {index.dtype}; expected a boolean mask, ints or a slice.")
+            if index.dtype != bool:
+                index = index.astype(np.int64)
+        return Detections(self.xyxy[index], self.confidence[index], self.class_id[index], self.names)
+
+    def __iter__(self):
+        """Rows as ``(xyxy ndarray[4], confidence float, class_id int)``."""
+        for i in range(len(self)):
+            yield self.xyxy[i], float(self.confidence[i]), int(self.class_id[i])
+
+    def __repr__(self) -> str:
+        return f"Detections(n={len(self)}, classes={sorted(set(self.class_names))})"
+
+    def name_of(self, class_id: int) -> str:
+        """The name of a class id (``str(class_id)`` when ``names`` does not cover it)."""
+        i = int(class_id)
+        if isinstance(self.names, dict):
+            return self.names.get(i, str(i))
+        return self.names[i] if 0 <= i < len(self.names) else str(i)
+
+    @property
+    def class_names(self) -> list[str]:
+        """The name of each detection's class (list of N str)."""
+        return [self.name_of(c) for c in self.class_id]
+
+    @property
+    def area(self) -> np.ndarray:
+        """ndarray[N] float32: box areas in frame pixels."""
+        return (self.xyxy[:, 2] - self.xyxy[:, 0]) * (self.xyxy[:, 3] - self.xyxy[:, 1])
+
+    # -- export ------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict: ``{"detections": [{"xyxy", "confidence", "class_id", "class_name"}], "names"}``."""
+        names = (
+            {str(k): v for k, v in self.names.items()} if isinstance(self.names, dict) else list(self.names)
+        )
+        dets = [
+            {
+                "xyxy": [float(v) for v in self.xyxy[i]],
+                "confidence": float(self.confidence[i]),
+                "class_id": int(self.class_id[i]),
+                "class_name": self.name_of(self.class_id[i]),
+            }
+            for i in range(len(self))
+        ]
+        return {"detections": dets, "names": names}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """``json.dumps(self.to_dict(), **kwargs)``."""
+        return json.dumps(self.to_dict(), **kwargs)
