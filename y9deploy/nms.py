@@ -23,6 +23,16 @@ BLOCK = 128
 _JACOBI_ITERS = 8
 
 
+def threshold_below(t: float) -> np.float32:
+    """The largest float32 <= t.
+
+    For a float32 x, ``x > t`` evaluated in float64 (as the reference kernel compares its float IoU with a
+    double threshold) equals ``x > threshold_below(t)`` evaluated in float32: no float64 temporaries needed.
+    """
+    f = np.float32(t)
+    return f if float(f) <= t else np.nextafter(f, np.float32(-np.inf))
+
+
 def box_area(boxes: np.ndarray) -> np.ndarray:
     """boxes (ndarray[N, 4] xyxy) -> ndarray[N]: ``(x2 - x1) * (y2 - y1)`` in the boxes' dtype."""
     return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
@@ -84,9 +94,7 @@ def nms_sorted(boxes: np.ndarray, iou_thres: float, max_det: int | None = None) 
     """
     n = len(boxes)
     limit = n if max_det is None else int(max_det)
-    thr = np.float64(
-        iou_thres
-    )  # compare in float64 like the reference kernel (float IoU vs double threshold)
+    thr = threshold_below(iou_thres)  # the same as comparing in float64 like the reference kernel
     kept: list[np.ndarray] = []
     kept_boxes = boxes[:0]
     total = 0
