@@ -11,6 +11,7 @@ No torch here: a deployment box has numpy and OpenCV.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -154,7 +155,8 @@ def scale_boxes(boxes: np.ndarray, info: LetterboxInfo, clip: bool = True) -> np
 
     The inverse of the resize really applied: ``x_frame = (x - left) * w / resized_w`` (and the same for y),
     with ``(left, top) = info.offset``. The official ``scale_boxes`` subtracts the fractional half padding
-    and divides by ``r`` instead; the two differ by at most ``0.5 / r`` pixels when the padding is odd.
+    and divides by ``r`` instead; the two differ by less than ``1 / r`` frame pixels (up to half of it from
+    an odd padding, up to half from the rounding of the resized size).
 
     Args:
         boxes (ndarray[N, 4+K]): x1, y1, x2, y2 in input pixels in the first four columns; any further
@@ -254,16 +256,30 @@ def _fill_value(color: int | tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 _LUT_F16 = (np.arange(256, dtype=np.float32) / 255).astype(np.float16).view(np.uint16)
+_WORK = threading.local()
+
+
+def _workspace(hw: tuple[int, int]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """This thread's reusable uint8 buffers for one input size: canvas [H, W, 3] and three planes [H, W].
+
+    Reusing them avoids fresh large allocations (and their page faults) on every call.
+    """
+    cached = getattr(_WORK, "buffers", None)
+    if cached is None or cached[0].shape[:2] != hw:
+        cached = (np.empty((*hw, 3), np.uint8), [np.empty(hw, np.uint8) for _ in range(3)])
+        _WORK.buffers = cached
+    return cached
 
 
 def _to_planar(canvas: np.ndarray, dst: np.ndarray) -> None:
-    """canvas ndarray[H, W, 3] uint8 BGR -> dst ndarray[3, H, W] (float32 or float16) RGB 0..1, in one pass.
+    """canvas ndarray[H, W, 3] uint8 BGR -> dst ndarray[3, H, W] (float32 or float16) RGB 0..1.
 
-    float32: each plane is cast while copied, then divided by 255 in place (bit-equal to ``x / 255``);
-    float16: a 256-entry table of float16 bit patterns applied by ``cv2.LUT`` (bit-equal to
-    ``float16(x / 255)``).
+    The channels are split by OpenCV into reused buffers, then float32: each plane is cast while copied and
+    divided by 255 in place (bit-equal to ``x / 255``); float16: a 256-entry table of float16 bit patterns
+    applied by ``cv2.LUT`` (bit-equal to ``float16(x / 255)``).
     """
-    planes = cv2.split(canvas)
+    _, planes = _workspace(canvas.shape[:2])
+    planes = cv2.split(canvas, planes)
     if dst.dtype == np.float16:
         bits = dst.view(np.uint16)
         for c in range(3):
@@ -326,7 +342,7 @@ def prepare(
             f"out has shape {out.shape} and dtype {out.dtype}; expected a C-contiguous "
             f"{(n, 3, oh, ow)} array of {dt}."
         )
-    canvas = np.empty((oh, ow, 3), np.uint8)
+    canvas, _ = _workspace((oh, ow))
     for k, (frame, info) in enumerate(zip(frames, infos)):
         (rw, rh), (left, top) = info.resized_wh, info.offset
         if frame.shape[:2] == (oh, ow):  # already the input size: no resize, no padding
