@@ -1,0 +1,323 @@
+"""Latency and throughput of a Detector, per model and batch size, by stage.
+
+``benchmark(path, batch_sizes=(1, 8, 32))`` runs ``warmup`` untimed calls, then ``iters`` timed calls of
+``Detector.predict`` on full-size frames (1080p by default) and returns a ``BenchmarkResult``: p50, p90,
+p99, max and mean (milliseconds) of pre-processing, inference, post-processing and end to end, and images per
+second. On a GPU the stages are timed with CUDA events recorded on the Detector's stream (what the GPU did,
+not when the host returned); end to end is always the host's wall clock around ``predict``. With
+``idle_ms`` the calls are spaced apart as in a camera loop (clocks drop, caches go cold: the latency a
+real-time application sees). Results save to and load from JSON; ``compare`` gives the regression table
+against an earlier JSON. Nothing here prints: the CLI does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+STAGES = ("pre", "infer", "post", "e2e")
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass
+class StageStats:
+    """Milliseconds over the timed iterations of one stage."""
+
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    mean: float
+
+    @classmethod
+    def of(cls, samples_ms: list[float] | np.ndarray) -> StageStats:
+        a = np.asarray(samples_ms, dtype=np.float64)
+        if a.size == 0:
+            return cls(0.0, 0.0, 0.0, 0.0, 0.0)
+        p50, p90, p99 = (float(np.percentile(a, q)) for q in PERCENTILES)
+        return cls(p50, p90, p99, float(a.max()), float(a.mean()))
+
+
+@dataclass
+class BenchmarkCase:
+    """One model at one batch size."""
+
+    model: str
+    backend: str
+    device: str
+    batch: int
+    imgsz: list[int]
+    frame_hw: list[int]
+    iters: int
+    warmup: int
+    idle_ms: float
+    timer: str  # "cuda-events" or "host"
+    preprocess: str  # "gpu" or "cpu"
+    stages: dict[str, StageStats]
+    img_per_s: float
+    detections_per_image: float
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stages"] = {k: asdict(v) for k, v in self.stages.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchmarkCase:
+        d = dict(d)
+        d["stages"] = {k: StageStats(**v) for k, v in d["stages"].items()}
+        return cls(**d)
+
+
+@dataclass
+class BenchmarkResult:
+    """Every case of a benchmark run and the machine it ran on."""
+
+    cases: list[BenchmarkCase]
+    machine: dict[str, Any] = field(default_factory=dict)
+    created: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"created": self.created, "machine": self.machine, "cases": [c.to_dict() for c in self.cases]}
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BenchmarkResult:
+        return cls(
+            [BenchmarkCase.from_dict(c) for c in d["cases"]], d.get("machine", {}), d.get("created", "")
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> BenchmarkResult:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"benchmark JSON {path} does not exist.")
+        try:
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{path} is not a y9 benchmark JSON ({exc}); expected the output of --json."
+            ) from exc
+
+
+# ------------------------------------------------------------------------------------------------ timing
+class StageTimer:
+    """Collects the stage marks ``Detector`` makes (``mark("start")``, then ``mark("pre")`` ... at each stage
+    end). With ``cuda=True`` each mark also records a CUDA event on the current stream."""
+
+    def __init__(self, cuda: bool = False) -> None:
+        self.cuda = cuda
+        self._marks: list[tuple[str, float, Any]] = []
+        self._events: list[Any] = []
+        if cuda:
+            import torch
+
+            self._torch = torch
+
+    def reset(self) -> None:
+        self._marks.clear()
+
+    def mark(self, stage: str) -> None:
+        event = None
+        if self.cuda:
+            i = len(self._marks)
+            if i >= len(self._events):  # events are reused across iterations
+                self._events.append(self._torch.cuda.Event(enable_timing=True))
+            event = self._events[i]
+            event.record()
+        self._marks.append((stage, time.perf_counter(), event))
+
+    def stages_ms(self) -> dict[str, float]:
+        """Milliseconds per stage (summed when a call ran several chunks)."""
+        out = {s: 0.0 for s in STAGES[:3]}
+        if self.cuda and self._marks:
+            self._marks[-1][2].synchronize()
+        for (_, t0, e0), (stage, t1, e1) in zip(self._marks, self._marks[1:]):
+            if stage == "start":
+                continue
+            out[stage] = out.get(stage, 0.0) + (e0.elapsed_time(e1) if self.cuda else (t1 - t0) * 1000.0)
+        return out
+
+
+def synthetic_frame(h: int = 1080, w: int = 1920, seed: int = 0) -> np.ndarray:
+    """A deterministic smooth colour scene (ndarray[h, w, 3] uint8 BGR): low-frequency noise upscaled."""
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 256, (max(2, h // 60), max(2, w // 60), 3), dtype=np.uint8)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+
+
+def machine_info() -> dict[str, Any]:
+    """Platform, CPU count, library versions and the GPU (from y9deploy.doctor)."""
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "numpy": np.__version__,
+        "opencv": cv2.__version__,
+    }
+    try:
+        from y9deploy.doctor import diagnose
+
+        report = diagnose()
+        info["gpus"] = [asdict(g) for g in report.gpus]
+        info["torch"] = report.torch
+        info["onnxruntime"] = report.onnxruntime
+    except Exception as exc:  # noqa: BLE001 - a benchmark never fails because a description did
+        info["doctor_error"] = str(exc)
+    return info
+
+
+# ------------------------------------------------------------------------------------------------ benchmark
+def _bench_case(
+    det: Any, path: Path, batch: int, frames: list[np.ndarray], *, iters: int, warmup: int, idle_ms: float
+) -> BenchmarkCase:
+    batch_frames = [frames[i % len(frames)] for i in range(batch)]
+    for _ in range(
+        max(warmup, 1)
+    ):  # at least one: CUDA graphs are captured on the first call of a batch size
+        det.predict(batch_frames)
+    cuda = det._gpu is not None and det._gpu.cuda
+    timer = StageTimer(cuda=cuda)
+    samples: dict[str, list[float]] = {s: [] for s in STAGES}
+    n_dets = 0
+    for _ in range(iters):
+        if idle_ms > 0:
+            time.sleep(idle_ms / 1000.0)
+        timer.reset()
+        t0 = time.perf_counter()
+        dets = det._predict(batch_frames, {}, timer)
+        samples["e2e"].append((time.perf_counter() - t0) * 1000.0)
+        for stage, ms in timer.stages_ms().items():
+            samples[stage].append(ms)
+        n_dets += sum(len(d) for d in dets)
+    stats = {s: StageStats.of(samples[s]) for s in STAGES}
+    total_s = sum(samples["e2e"]) / 1000.0
+    return BenchmarkCase(
+        model=path.name,
+        backend=det.backend.name,
+        device=det.device,
+        batch=batch,
+        imgsz=list(det.imgsz),
+        frame_hw=list(batch_frames[0].shape[:2]),
+        iters=iters,
+        warmup=warmup,
+        idle_ms=float(idle_ms),
+        timer="cuda-events" if cuda else "host",
+        preprocess="gpu" if det._gpu is not None and det._gpu.pre_on_gpu else "cpu",
+        stages=stats,
+        img_per_s=batch * iters / total_s if total_s > 0 else 0.0,
+        detections_per_image=n_dets / max(1, batch * iters),
+    )
+
+
+def benchmark(
+    path: str | Path | list[str | Path],
+    *,
+    batch_sizes: tuple[int, ...] | list[int] = (1,),
+    iters: int = 100,
+    warmup: int = 10,
+    idle_ms: float = 0.0,
+    device: str | int | None = None,
+    frame_hw: tuple[int, int] = (1080, 1920),
+    frames: list[np.ndarray] | None = None,
+    progress: Any = None,
+    **detector_kwargs: Any,
+) -> BenchmarkResult:
+    """Benchmark one model file or several (``Detector`` per model, every batch size).
+
+    Args:
+        path: a model file (.engine/.onnx/.pt) or a list of them.
+        batch_sizes: batch sizes to run (each within what the model accepts).
+        iters: timed calls per batch size; warmup: untimed calls before them.
+        idle_ms: sleep between calls (camera-loop latency); 0 for back-to-back calls.
+        device: as ``Detector``.
+        frame_hw: size of the synthetic frames (ignored when ``frames`` are given).
+        frames: real frames (ndarray[H, W, 3] uint8 BGR) to use instead, cycled to fill a batch.
+        progress: optional callable ``progress(model_name, batch)`` called before each case.
+        **detector_kwargs: passed to ``Detector`` (conf, iou, imgsz, half, preprocess, ...).
+    """
+    from y9deploy.runtime.detector import Detector
+
+    paths = [Path(p) for p in (path if isinstance(path, (list, tuple)) else [path])]
+    if not paths:
+        raise ValueError("benchmark() got no model files; expected at least one path.")
+    sizes = [int(b) for b in batch_sizes]
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"batch_sizes={list(batch_sizes)!r}; expected positive batch sizes.")
+    if int(iters) < 1 or int(warmup) < 0 or idle_ms < 0:
+        raise ValueError(
+            f"iters={iters}, warmup={warmup}, idle_ms={idle_ms}: expected iters >= 1, warmup >= 0, idle_ms >= 0."
+        )
+    if frames is None:
+        frames = [synthetic_frame(*frame_hw, seed=s) for s in range(4)]
+    cases = []
+    for p in paths:
+        with Detector(p, device=device, **detector_kwargs) as det:
+            lo, hi = det.backend.batch_range
+            for b in sizes:
+                if not lo <= b <= hi:
+                    raise ValueError(f"{p.name} accepts batches of {lo} to {hi} images, not {b}.")
+                if progress is not None:
+                    progress(p.name, b)
+                cases.append(
+                    _bench_case(det, p, b, frames, iters=int(iters), warmup=int(warmup), idle_ms=idle_ms)
+                )
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return BenchmarkResult(cases, machine_info(), created)
+
+
+# ------------------------------------------------------------------------------------------------ comparison
+@dataclass
+class ComparisonRow:
+    """One metric of one (model, batch) case: old vs new. ``change`` is relative (+0.10 = 10% more);
+    ``regression`` is True when the new value is worse by more than the threshold (slower, or fewer img/s)."""
+
+    model: str
+    batch: int
+    metric: str  # "e2e.p50", "infer.p99", "img_per_s", ...
+    old: float
+    new: float
+    change: float
+    regression: bool
+
+
+COMPARED = ("pre.p50", "infer.p50", "post.p50", "e2e.p50", "e2e.p99", "img_per_s")
+
+
+def compare(
+    new: BenchmarkResult, old: BenchmarkResult | str | Path, *, threshold: float = 0.05
+) -> list[ComparisonRow]:
+    """Rows for every (model, batch) present in both results, for the metrics in ``COMPARED``."""
+    if not isinstance(old, BenchmarkResult):
+        old = BenchmarkResult.load(old)
+    before = {(c.model, c.batch): c for c in old.cases}
+    rows = []
+    for case in new.cases:
+        prev = before.get((case.model, case.batch))
+        if prev is None:
+            continue
+        for metric in COMPARED:
+            if metric == "img_per_s":
+                a, b, higher_is_better = prev.img_per_s, case.img_per_s, True
+            else:
+                stage, stat = metric.split(".")
+                a, b = getattr(prev.stages[stage], stat), getattr(case.stages[stage], stat)
+                higher_is_better = False
+            change = (b - a) / a if a else 0.0
+            worse = -change if higher_is_better else change
+            rows.append(ComparisonRow(case.model, case.batch, metric, a, b, change, worse > threshold))
+    return rows

@@ -1,0 +1,133 @@
+"""``y9 benchmark MODEL [MODEL ...]``: latency per stage and throughput (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(
+            f"--batch {text!r}: expected comma-separated integers, e.g. 1,8,32"
+        ) from None
+    if not sizes or min(sizes) < 1:
+        raise typer.BadParameter(f"--batch {text!r}: expected positive batch sizes, e.g. 1,8,32")
+    return sizes
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("benchmark")
+    def benchmark_cmd(
+        models: Annotated[list[Path], typer.Argument(help="Model files (.engine, .onnx, .pt).")],
+        batch: Annotated[
+            str, typer.Option("--batch", help="Batch sizes, comma-separated, e.g. 1,8,32.")
+        ] = "1",
+        iters: Annotated[int, typer.Option("--iters", min=1, help="Timed calls per batch size.")] = 100,
+        warmup: Annotated[int, typer.Option("--warmup", min=0, help="Untimed calls before timing.")] = 10,
+        idle_ms: Annotated[
+            float, typer.Option("--idle-ms", min=0.0, help="Sleep between calls (camera loop).")
+        ] = 0.0,
+        device: Annotated[
+            str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: best).")
+        ] = None,
+        imgsz: Annotated[int | None, typer.Option("--imgsz", help="Input size for .pt checkpoints.")] = None,
+        frame: Annotated[str, typer.Option("--frame", help="Synthetic frame size HxW.")] = "1080x1920",
+        source: Annotated[
+            Path | None, typer.Option("--source", help="Benchmark on this image instead.")
+        ] = None,
+        json_out: Annotated[
+            Path | None, typer.Option("--json", help="Write the results as JSON here.")
+        ] = None,
+        compare_to: Annotated[
+            Path | None,
+            typer.Option("--compare", help="An earlier --json output: print the regression table."),
+        ] = None,
+    ) -> None:
+        """Benchmark models: p50/p90/p99/max of pre, infer, post and end to end, and img/s."""
+        from rich.console import Console
+        from rich.table import Table
+
+        from y9deploy.bench import BenchmarkResult, benchmark, compare
+
+        try:
+            fh, fw = (int(v) for v in frame.lower().split("x"))
+        except ValueError:
+            raise typer.BadParameter(f"--frame {frame!r}: expected HxW, e.g. 1080x1920") from None
+        old = BenchmarkResult.load(compare_to) if compare_to is not None else None
+        frames = None
+        if source is not None:
+            from y9deploy.runtime.detector import read_image
+
+            frames = [read_image(source)]
+        console = Console()
+        result = benchmark(
+            list(models),
+            batch_sizes=_sizes(batch),
+            iters=iters,
+            warmup=warmup,
+            idle_ms=idle_ms,
+            device=device,
+            frame_hw=(fh, fw),
+            frames=frames,
+            imgsz=imgsz,
+            progress=lambda name, b: console.print(f"[dim]benchmarking {name} batch {b} ...[/dim]"),
+        )
+        table = Table(title="y9 benchmark (ms; img/s)")
+        for col in (
+            "model",
+            "backend",
+            "device",
+            "batch",
+            "pre p50",
+            "infer p50",
+            "post p50",
+            "e2e p50",
+            "e2e p90",
+            "e2e p99",
+            "e2e max",
+            "img/s",
+        ):
+            table.add_column(col, justify="right" if col not in ("model", "backend", "device") else "left")
+        for c in result.cases:
+            s = c.stages
+            table.add_row(
+                c.model,
+                c.backend,
+                c.device,
+                str(c.batch),
+                f"{s['pre'].p50:.2f}",
+                f"{s['infer'].p50:.2f}",
+                f"{s['post'].p50:.2f}",
+                f"{s['e2e'].p50:.2f}",
+                f"{s['e2e'].p90:.2f}",
+                f"{s['e2e'].p99:.2f}",
+                f"{s['e2e'].max:.2f}",
+                f"{c.img_per_s:.1f}",
+            )
+        console.print(table)
+        if json_out is not None:
+            result.save(json_out)
+            console.print(f"wrote {json_out}")
+        if old is not None:
+            rows = compare(result, old)
+            reg = Table(title=f"compared with {compare_to}")
+            for col in ("model", "batch", "metric", "old", "new", "change"):
+                reg.add_column(col, justify="left" if col in ("model", "metric") else "right")
+            for r in rows:
+                style = "red" if r.regression else ("green" if abs(r.change) > 0.05 else "")
+                reg.add_row(
+                    r.model,
+                    str(r.batch),
+                    r.metric,
+                    f"{r.old:.2f}",
+                    f"{r.new:.2f}",
+                    f"[{style}]{r.change:+.1%}[/{style}]" if style else f"{r.change:+.1%}",
+                )
+            console.print(
+                reg if rows else "no case in common with the earlier JSON (same model file name and batch)."
+            )

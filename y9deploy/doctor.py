@@ -1,0 +1,386 @@
+"""What is installed here, which GPU this is, and in plain words what will and will not run.
+
+``diagnose()`` gathers the facts into a ``DoctorReport``; ``verdicts(...)`` (a pure function of those facts)
+turns them into one sentence per backend, e.g. "TensorRT-RTX is installed but this GPU is sm90 (NVIDIA
+H200): ...". The CLI (``y9 doctor``) only prints.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+# GPUs TensorRT-RTX runs on (its ComputeCapability enum; used when tensorrt_rtx cannot be imported).
+RTX_CCS = ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121")
+
+
+@dataclass
+class GpuInfo:
+    index: int
+    name: str
+    compute_capability: str  # "sm90"
+    memory_gb: float
+    driver: str  # driver version (nvidia-smi) or "" when unknown
+
+
+@dataclass
+class BackendVerdict:
+    backend: str  # "TensorRT", "TensorRT-RTX", "ONNX Runtime (CUDA)", ...
+    runs: bool
+    reason: str  # one sentence
+
+
+@dataclass
+class DoctorReport:
+    python: str
+    platform: str
+    numpy: str | None
+    opencv: str | None
+    torch: str | None
+    torch_cuda: str | None  # CUDA version torch was built with ("13.0"), None for a CPU build
+    torch_sees_gpu: bool
+    onnxruntime: str | None
+    onnxruntime_package: str | None  # "onnxruntime", "onnxruntime-gpu", ...
+    onnxruntime_providers: list[str]
+    tensorrt: str | None
+    tensorrt_rtx: str | None
+    cuda_python: str | None
+    cuda_driver: str  # the CUDA version the driver supports ("13.0"), "" without a driver
+    gpus: list[GpuInfo] = field(default_factory=list)
+    verdicts: list[BackendVerdict] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """One line: what runs here."""
+        runs = [v.backend for v in self.verdicts if v.runs]
+        return "Runs here: " + (", ".join(runs) if runs else "nothing (install onnxruntime or torch)") + "."
+
+
+def _module_version(name: str) -> str | None:
+    try:
+        module = import_module(name)
+    except Exception:  # noqa: BLE001 - a broken install counts as missing here
+        return None
+    return str(getattr(module, "__version__", "unknown"))
+
+
+def _dist_version(*names: str) -> tuple[str | None, str | None]:
+    for n in names:
+        try:
+            return n, version(n)
+        except PackageNotFoundError:
+            continue
+    return None, None
+
+
+def _gpus_from_torch() -> list[GpuInfo]:
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    out = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        out.append(GpuInfo(i, p.name, f"sm{p.major}{p.minor}", round(p.total_memory / 2**30, 1), ""))
+    return out
+
+
+def _gpus_from_cuda_python() -> list[GpuInfo]:
+    try:
+        from y9deploy.runtime import cuda
+
+        n = cuda.device_count()
+        out = []
+        for i in range(n):
+            prop = cuda.call("cudaGetDeviceProperties", i)
+            out.append(
+                GpuInfo(
+                    i,
+                    cuda.device_name(i),
+                    cuda.compute_capability(i),
+                    round(int(prop.totalGlobalMem) / 2**30, 1),
+                    "",
+                )
+            )
+        return out
+    except Exception:  # noqa: BLE001 - no bindings or no driver: no GPU seen this way
+        return []
+
+
+def _nvidia_smi_driver() -> str:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return ""
+    try:
+        res = subprocess.run(
+            [exe, "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout.strip() else ""
+
+
+def _cuda_driver() -> str:
+    try:
+        from y9deploy.runtime import cuda
+
+        return cuda.driver_version()
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def verdicts(
+    *,
+    gpus: list[GpuInfo],
+    torch: str | None,
+    torch_sees_gpu: bool,
+    onnxruntime: str | None,
+    onnxruntime_providers: list[str],
+    tensorrt: str | None,
+    tensorrt_rtx: str | None,
+    cuda_python: str | None,
+    rtx_ccs: tuple[str, ...] = RTX_CCS,
+) -> list[BackendVerdict]:
+    """One plain sentence per backend about whether it runs on this machine (pure: facts in, sentences out)."""
+    out: list[BackendVerdict] = []
+    gpu = gpus[0] if gpus else None
+    this = f"this GPU is {gpu.compute_capability} ({gpu.name})" if gpu else "this machine has no NVIDIA GPU"
+    buffers_ok = torch_sees_gpu or cuda_python is not None
+    # TensorRT
+    if tensorrt is None:
+        out.append(
+            BackendVerdict(
+                "TensorRT",
+                False,
+                "TensorRT (tensorrt) is not installed; engines for any NVIDIA GPU "
+                "need it (pip install --extra-index-url https://pypi.nvidia.com tensorrt).",
+            )
+        )
+    elif gpu is None:
+        out.append(
+            BackendVerdict(
+                "TensorRT",
+                False,
+                f"TensorRT {tensorrt} is installed but {this}: .engine files cannot run here.",
+            )
+        )
+    elif not buffers_ok:
+        out.append(
+            BackendVerdict(
+                "TensorRT",
+                False,
+                f"TensorRT {tensorrt} is installed but neither torch with CUDA nor "
+                "cuda-python is, so there is nothing to allocate GPU buffers with: pip install cuda-python.",
+            )
+        )
+    else:
+        out.append(
+            BackendVerdict(
+                "TensorRT",
+                True,
+                f"TensorRT {tensorrt} runs .engine files built on this "
+                f"{gpu.compute_capability} GPU with this exact TensorRT version.",
+            )
+        )
+    # TensorRT-RTX
+    if tensorrt_rtx is None:
+        out.append(
+            BackendVerdict(
+                "TensorRT-RTX",
+                False,
+                "TensorRT-RTX (tensorrt-rtx) is not installed; it runs on RTX "
+                f"GPUs ({'/'.join(rtx_ccs)}) and builds engines for them ahead of time (pip install tensorrt-rtx).",
+            )
+        )
+    elif gpu is None:
+        out.append(
+            BackendVerdict(
+                "TensorRT-RTX",
+                False,
+                f"TensorRT-RTX {tensorrt_rtx} is installed but {this}: it can "
+                "build engines ahead of time here (y9 build-engine --target sm89) but not run them.",
+            )
+        )
+    elif gpu.compute_capability not in rtx_ccs:
+        alt = "TensorRT" if tensorrt else "onnxruntime-gpu or TensorRT"
+        out.append(
+            BackendVerdict(
+                "TensorRT-RTX",
+                False,
+                f"TensorRT-RTX {tensorrt_rtx} is installed but {this}, which "
+                f"TensorRT-RTX does not support ({'/'.join(rtx_ccs)} only): use {alt}.",
+            )
+        )
+    elif not buffers_ok:
+        out.append(
+            BackendVerdict(
+                "TensorRT-RTX",
+                False,
+                f"TensorRT-RTX {tensorrt_rtx} is installed but neither torch "
+                "with CUDA nor cuda-python is: pip install cuda-python.",
+            )
+        )
+    else:
+        out.append(
+            BackendVerdict(
+                "TensorRT-RTX",
+                True,
+                f"TensorRT-RTX {tensorrt_rtx} runs engines built for "
+                f"{gpu.compute_capability} with this exact version.",
+            )
+        )
+    # ONNX Runtime
+    if onnxruntime is None:
+        out.append(
+            BackendVerdict(
+                "ONNX Runtime",
+                False,
+                "onnxruntime is not installed; .onnx models need it "
+                "(pip install onnxruntime, or onnxruntime-gpu for NVIDIA GPUs).",
+            )
+        )
+    else:
+        has_cuda = "CUDAExecutionProvider" in onnxruntime_providers
+        if has_cuda and gpu is not None:
+            out.append(
+                BackendVerdict(
+                    "ONNX Runtime (CUDA)",
+                    True,
+                    f"onnxruntime {onnxruntime} runs .onnx models on the GPU (CUDAExecutionProvider).",
+                )
+            )
+        elif has_cuda:
+            out.append(
+                BackendVerdict(
+                    "ONNX Runtime (CUDA)",
+                    False,
+                    f"onnxruntime {onnxruntime} has the CUDA execution "
+                    f"provider but {this}: .onnx models run on the CPU.",
+                )
+            )
+        elif gpu is not None:
+            out.append(
+                BackendVerdict(
+                    "ONNX Runtime (CUDA)",
+                    False,
+                    f"onnxruntime {onnxruntime} has no CUDA execution "
+                    f"provider although {this}: pip install onnxruntime-gpu (and uninstall onnxruntime).",
+                )
+            )
+        out.append(
+            BackendVerdict(
+                "ONNX Runtime (CPU)", True, f"onnxruntime {onnxruntime} runs .onnx models on the CPU."
+            )
+        )
+    # PyTorch
+    if torch is None:
+        out.append(
+            BackendVerdict(
+                "PyTorch",
+                False,
+                "torch is not installed; .pt checkpoints need it (export them to "
+                "ONNX on a machine with torch to run them here).",
+            )
+        )
+    else:
+        if torch_sees_gpu:
+            out.append(
+                BackendVerdict(
+                    "PyTorch (CUDA)",
+                    True,
+                    f"torch {torch} runs .pt checkpoints on the GPU "
+                    "(FP16, channels_last, CUDA graphs) and does the GPU pre-processing.",
+                )
+            )
+        elif gpu is not None:
+            out.append(
+                BackendVerdict(
+                    "PyTorch (CUDA)",
+                    False,
+                    f"torch {torch} does not see {this} (a CPU build, or a "
+                    "CUDA build that does not match the driver): install a CUDA build of torch.",
+                )
+            )
+        out.append(BackendVerdict("PyTorch (CPU)", True, f"torch {torch} runs .pt checkpoints on the CPU."))
+    return out
+
+
+def diagnose() -> DoctorReport:
+    """Look at this machine (imports torch, onnxruntime and TensorRT if present; never raises for a missing one)."""
+    numpy_v, cv2_v = _module_version("numpy"), _module_version("cv2")
+    torch_v = _module_version("torch")
+    torch_cuda, torch_gpu = None, False
+    if torch_v is not None:
+        import torch
+
+        torch_cuda = torch.version.cuda
+        torch_gpu = bool(torch.cuda.is_available())
+    ort_v = _module_version("onnxruntime")
+    providers: list[str] = []
+    if ort_v is not None:
+        import onnxruntime
+
+        providers = list(onnxruntime.get_available_providers())
+    ort_pkg, _ = _dist_version(
+        "onnxruntime-gpu", "onnxruntime", "onnxruntime-directml", "onnxruntime-openvino"
+    )
+    trt_v, rtx_v = _module_version("tensorrt"), _module_version("tensorrt_rtx")
+    _, cuda_py = _dist_version("cuda-python", "cuda-bindings")
+    gpus = _gpus_from_torch() or _gpus_from_cuda_python()
+    driver = _nvidia_smi_driver()
+    for g in gpus:
+        g.driver = driver
+    rtx_ccs = RTX_CCS
+    if rtx_v is not None:
+        try:
+            from y9deploy.engine.flavour import load_flavour
+
+            rtx_ccs = load_flavour("tensorrt_rtx").aot_targets or RTX_CCS
+        except Exception:  # noqa: BLE001
+            pass
+    report = DoctorReport(
+        python=platform.python_version(),
+        platform=platform.platform(),
+        numpy=numpy_v,
+        opencv=cv2_v,
+        torch=torch_v,
+        torch_cuda=torch_cuda,
+        torch_sees_gpu=torch_gpu,
+        onnxruntime=ort_v,
+        onnxruntime_package=ort_pkg,
+        onnxruntime_providers=providers,
+        tensorrt=trt_v,
+        tensorrt_rtx=rtx_v,
+        cuda_python=cuda_py,
+        cuda_driver=_cuda_driver(),
+        gpus=gpus,
+    )
+    report.verdicts = verdicts(
+        gpus=gpus,
+        torch=torch_v,
+        torch_sees_gpu=torch_gpu,
+        onnxruntime=ort_v,
+        onnxruntime_providers=providers,
+        tensorrt=trt_v,
+        tensorrt_rtx=rtx_v,
+        cuda_python=cuda_py,
+        rtx_ccs=tuple(rtx_ccs),
+    )
+    return report
+
+
+def report_dict(report: DoctorReport) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {**asdict(report), "summary": report.summary}
