@@ -255,6 +255,22 @@ def _fill_value(color: int | tuple[int, int, int]) -> tuple[int, int, int]:
     return c
 
 
+def _pad_around(canvas: np.ndarray, left: int, top: int, w: int, h: int, fill: tuple[int, int, int]) -> None:
+    """Paint the canvas [H, W, 3] outside the rectangle (left, top, w, h) with ``fill`` (strips only).
+
+    ``ndarray.fill`` for a grey level, filled ``cv2.rectangle`` otherwise: both are memset-fast, unlike a
+    numpy broadcast of a 3-vector (about 1 ms for 640x640).
+    """
+    oh, ow = canvas.shape[:2]
+    strips = [(0, 0, ow, top), (0, top + h, ow, oh), (0, top, left, top + h), (left + w, top, ow, top + h)]
+    for x1, y1, x2, y2 in strips:
+        if x2 > x1 and y2 > y1:
+            if fill[0] == fill[1] == fill[2]:
+                canvas[y1:y2, x1:x2].fill(fill[0])
+            else:
+                cv2.rectangle(canvas, (x1, y1), (x2 - 1, y2 - 1), fill, thickness=-1)
+
+
 _LUT_F16 = (np.arange(256, dtype=np.float32) / 255).astype(np.float16).view(np.uint16)
 _WORK = threading.local()
 
@@ -348,8 +364,7 @@ def prepare(
         if frame.shape[:2] == (oh, ow):  # already the input size: no resize, no padding
             _to_planar(frame, out[k])
             continue
-        if (rw, rh) != (ow, oh):
-            canvas[...] = fill
+        _pad_around(canvas, left, top, rw, rh, fill)
         roi = canvas[top : top + rh, left : left + rw]
         if frame.shape[:2] == (rh, rw):
             roi[...] = frame
