@@ -102,13 +102,20 @@ class _Decoder(nn.Module):
         self.nc, self.nl, self.reg_max = nc, nl, reg_max
         self.no = nc + 4 * reg_max
         self.register_buffer("stride", torch.zeros(nl), persistent=False)
+        self.stride_values: list[float] = [
+            0.0
+        ] * nl  # the same strides as Python floats (set with ``set_strides``)
         self._anchor_key: tuple | None = None
         self._anchors: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def set_strides(self, strides: list[float]) -> None:
+        self.stride = torch.tensor([float(s) for s in strides], device=self.stride.device)
+        self.stride_values = [float(s) for s in strides]
 
     def anchors_for(self, feats: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         key = (tuple(f.shape[2:] for f in feats), feats[0].dtype, feats[0].device)
         if self._anchor_key != key or torch.jit.is_tracing() or torch.onnx.is_in_onnx_export():
-            points, strides = make_anchors(feats, self.stride.tolist(), 0.5)
+            points, strides = make_anchors(feats, self.stride_values, 0.5)
             self._anchors = (points.transpose(0, 1), strides.transpose(0, 1))
             self._anchor_key = key
         return self._anchors
@@ -189,6 +196,6 @@ class DualDDetect(_Decoder):
 def init_head_biases(head: DDetect | DualDDetect, imgsz: int = 640) -> None:
     """Prior biases for training from scratch: box logits 1.0; class logits for ~5 objects per 640² image."""
     for box_list, cls_list in head.heads():
-        for box, cls, s in zip(box_list, cls_list, head.stride.tolist()):
+        for box, cls, s in zip(box_list, cls_list, head.stride_values):
             box[-1].bias.data[:] = 1.0
             cls[-1].bias.data[: head.nc] = math.log(5 / head.nc / (imgsz / s) ** 2)

@@ -101,7 +101,7 @@ class YOLO(nn.Module):
         self.model = nn.ModuleList(layers)
         self.save = sorted({s for i, srcs in enumerate(self.sources) for s in srcs if s not in (-1, i - 1)})
         head = self.model[-1]
-        head.stride = torch.tensor([float(s) for s in cfg["strides"]])
+        head.set_strides(cfg["strides"])
         self.is_dual = isinstance(head, DualDDetect)
         self.reg_max = head.reg_max
         self.grad_checkpointing = False

@@ -1,0 +1,64 @@
+"""``y9 info MODEL``: architecture name, parameters, GFLOPs, classes and strides."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+
+def _load(model: str):
+    from y9train.models import MODEL_NAMES, build_model
+
+    if model in MODEL_NAMES or model.endswith((".yaml", ".yml")):
+        return build_model(model)
+    from pathlib import Path
+
+    from y9train.checkpoint import load_checkpoint
+    from y9train.models.config import unknown_model_message
+
+    if not Path(model).exists() and not model.endswith((".pt", ".pth")):
+        raise ValueError(unknown_model_message(model))
+    return load_checkpoint(model)
+
+
+def info(
+    model: Annotated[
+        str, typer.Argument(help="A model name (gelan-c, yolov9-s, ...), a .yaml config or a .pt checkpoint.")
+    ],
+    imgsz: Annotated[int, typer.Option(help="Input size for the GFLOPs count.")] = 640,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Show a model's architecture summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from y9train.models.complexity import model_info
+
+    summary = model_info(_load(model), imgsz)
+    if as_json:
+        typer.echo(json.dumps(summary.to_dict()))
+        return
+    table = Table(title=f"y9 info {model}", show_header=False)
+    names = (
+        summary.names
+        if len(summary.names) <= 8
+        else summary.names[:8] + [f"... ({len(summary.names)} in all)"]
+    )
+    rows = [
+        ("architecture", summary.name + (" (dual: main + auxiliary branch)" if summary.dual else "")),
+        ("parameters", f"{summary.params:,}"),
+        (f"GFLOPs @ {summary.imgsz[0]}x{summary.imgsz[1]}", f"{summary.gflops:.1f}"),
+        ("classes", f"{summary.nc}: {', '.join(names)}"),
+        ("strides", ", ".join(map(str, summary.strides))),
+        ("layers", str(summary.layers)),
+        ("fused", "yes" if summary.fused else "no"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("info")(info)

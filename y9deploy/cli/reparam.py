@@ -1,0 +1,29 @@
+"""``y9 reparam IN OUT``: drop the auxiliary branch of a yolov9 model (and optionally fuse) into a y9 checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def reparam(
+    source: Annotated[Path, typer.Argument(help="A y9 or official YOLOv9 checkpoint (.pt).")],
+    output: Annotated[Path, typer.Argument(help="Where to write the deployable y9 checkpoint.")],
+    fuse: Annotated[
+        bool, typer.Option("--fuse/--no-fuse", help="Also fold Conv+BN and merge RepConvN.")
+    ] = False,
+) -> None:
+    """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
+    from y9train.reparam import reparameterize_checkpoint
+
+    result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
+    typer.echo(
+        f"{result.source_name} -> {result.target_name}: {result.params_before:,} -> {result.params_after:,} "
+        f"parameters{' (fused)' if fuse else ''}; written to {result.path}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reparam")(reparam)
