@@ -1,0 +1,256 @@
+"""Task-aligned assignment of anchors to ground-truth boxes (TOOD, Feng et al. 2021), sparse and memory-lean.
+
+The rule, step by step (each step is one function below):
+1. ``candidate_pairs``: the candidates of a box are the anchors whose centres lie strictly inside it.
+2. ``alignment``: for each (box, candidate) pair, ``align = score^alpha * IoU^beta`` with ``score`` the
+   predicted probability (sigmoid) of the box's class at the anchor and ``IoU`` between the anchor's predicted
+   box and the ground-truth box (plain IoU, pixels).
+3. ``select_topk``: each box keeps its ``topk`` candidates of highest ``align`` (ties: lowest anchor index),
+   and only those with ``align > eps``.
+4. ``resolve_conflicts``: an anchor kept by several boxes goes to the one whose box has the highest IoU with
+   the anchor's prediction (ties: the lowest box index, i.e. the earliest row of ``labels``).
+5. ``normalise``: the target score of a positive is ``align * max_IoU(box) / (max_align(box) + eps)``,
+   maxima over the final positives of its box.
+
+Differences from the official implementation, on purpose: it builds dense ``[batch, max_boxes, anchors]``
+tensors; this module only touches (box, candidate anchor) pairs (VisDrone boxes cover ~20 anchors of 8400),
+chunked so that at most ``max_pairs`` pairs live at once. The official top-k can also pick zero-metric
+candidates (they then carry a zero target score and no loss weight) and its conflict step can hand an anchor
+to a box that did not select it; here only selected boxes compete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from y9train.loss.boxes import box_iou
+from y9train.loss.grid import AnchorGrid
+
+# Predicted boxes: dense Tensor[B, A, 4], or a decoder (image[K], anchor[K]) -> Tensor[K, 4] (pixels, xyxy).
+BoxSource = torch.Tensor | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+__all__ = [
+    "Assignment",
+    "BoxSource",
+    "TaskAlignedAssigner",
+    "alignment",
+    "candidate_pairs",
+    "normalise",
+    "resolve_conflicts",
+    "select_topk",
+]
+
+
+@dataclass
+class Assignment:
+    """The positive anchors of a batch (P of them), one row per (image, anchor) given to a box.
+
+    Attributes:
+        batch_idx (Tensor[P] int64): image of the anchor.
+        anchor_idx (Tensor[P] int64): anchor index in the grid (levels concatenated).
+        gt_idx (Tensor[P] int64): the assigned box, a row of ``labels``.
+        score (Tensor[P] float32): normalised alignment: the target probability of the box's class.
+    """
+
+    batch_idx: torch.Tensor
+    anchor_idx: torch.Tensor
+    gt_idx: torch.Tensor
+    score: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.batch_idx.numel())
+
+    def dense(self, batch_size: int, num_anchors: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(fg (Tensor[B, A] bool), gt_idx (Tensor[B, A] int64, -1 = background), score (Tensor[B, A]))``."""
+        dev = self.batch_idx.device
+        fg = torch.zeros(batch_size, num_anchors, dtype=torch.bool, device=dev)
+        gt = torch.full((batch_size, num_anchors), -1, dtype=torch.long, device=dev)
+        score = torch.zeros(batch_size, num_anchors, dtype=torch.float32, device=dev)
+        fg[self.batch_idx, self.anchor_idx] = True
+        gt[self.batch_idx, self.anchor_idx] = self.gt_idx
+        score[self.batch_idx, self.anchor_idx] = self.score
+        return fg, gt, score
+
+
+def _anchor_ranges(boxes: torch.Tensor, grid: AnchorGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per box and level, the rectangle of cells whose centres lie strictly inside the box.
+
+    ``boxes (Tensor[N, 4])`` in pixels -> ``(col0 (Tensor[N, L]), row0 (Tensor[N, L]), n_cols, n_rows)``
+    (int64; first column/row and counts, counts 0 when empty). Cell ``j`` of stride ``s`` has its centre at
+    ``(j + 0.5) * s``; it is inside iff ``x1 < (j + 0.5) * s < x2``, i.e. ``x1 / s - 0.5 < j < x2 / s - 0.5``.
+    Computed in float64, where ``x / s`` (s a power of two) and ``- 0.5`` are exact for float32 inputs.
+    """
+    s = torch.tensor(grid.level_strides, dtype=torch.float64, device=boxes.device)
+    h = torch.tensor([hw[0] for hw in grid.shapes], dtype=torch.int64, device=boxes.device)
+    w = torch.tensor([hw[1] for hw in grid.shapes], dtype=torch.int64, device=boxes.device)
+    b = boxes.to(torch.float64)[:, None, :] / s[None, :, None] - 0.5  # [N, L, 4]
+    col0 = (torch.floor(b[..., 0]) + 1).long().clamp(min=0)
+    row0 = (torch.floor(b[..., 1]) + 1).long().clamp(min=0)
+    col1 = torch.minimum(torch.ceil(b[..., 2]).long() - 1, w - 1)
+    row1 = torch.minimum(torch.ceil(b[..., 3]).long() - 1, h - 1)
+    return col0, row0, (col1 - col0 + 1).clamp(min=0), (row1 - row0 + 1).clamp(min=0)
+
+
+def candidate_pairs(
+    ranges: tuple[torch.Tensor, ...], grid: AnchorGrid, first: int = 0, last: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step 1: every (box, anchor) pair with the anchor centre inside the box, for boxes ``first:last``.
+
+    Args:
+        ranges: ``_anchor_ranges`` of all boxes.
+    Returns:
+        ``(gt (Tensor[P] int64), anchor (Tensor[P] int64))`` grouped by box, anchors ascending within a box.
+    """
+    col0, row0, n_cols, n_rows = (r[first:last] for r in ranges)
+    n_levels = col0.shape[1]
+    dev = col0.device
+    counts = (n_cols * n_rows).reshape(-1)  # [n * L], box-major
+    flat = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts)
+    offset = torch.arange(flat.numel(), device=dev) - (torch.cumsum(counts, 0) - counts)[flat]
+    nc_f = n_cols.reshape(-1)[flat]
+    col = col0.reshape(-1)[flat] + offset % nc_f
+    row = row0.reshape(-1)[flat] + torch.div(offset, nc_f, rounding_mode="floor")
+    level = flat % n_levels
+    widths = torch.tensor([hw[1] for hw in grid.shapes], dtype=torch.long, device=dev)
+    starts = torch.tensor(grid.starts, dtype=torch.long, device=dev)
+    anchor = starts[level] + row * widths[level] + col
+    return torch.div(flat, n_levels, rounding_mode="floor") + first, anchor
+
+
+def alignment(
+    cls_logits: torch.Tensor,
+    pred_boxes: BoxSource,
+    labels: torch.Tensor,
+    gt: torch.Tensor,
+    anchor: torch.Tensor,
+    alpha: float,
+    beta: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step 2: ``(iou (Tensor[P]), align (Tensor[P]))`` of pairs, float32.
+
+    Args:
+        cls_logits (Tensor[B, A, nc]): class logits (any float dtype; a transposed view is fine).
+        pred_boxes: predicted boxes in pixels (x1, y1, x2, y2): ``Tensor[B, A, 4]``, or a function
+            ``(image (Tensor[K]), anchor (Tensor[K])) -> Tensor[K, 4]`` that decodes only the pairs' anchors.
+        labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in pixels.
+        gt, anchor (Tensor[P]): the pairs.
+    """
+    img = labels[gt, 0].long()
+    pred = pred_boxes(img, anchor) if callable(pred_boxes) else pred_boxes[img, anchor]
+    iou = box_iou(pred.float(), labels[gt, 2:6].float()).clamp(min=0)
+    score = torch.sigmoid(cls_logits[img, anchor, labels[gt, 1].long()].float())
+    return iou, score.pow(alpha) * iou.pow(beta)
+
+
+def select_topk(gt: torch.Tensor, align: torch.Tensor, n_boxes: int, topk: int, eps: float) -> torch.Tensor:
+    """Step 3: ``Tensor[P] bool``, True for the ``topk`` pairs of highest ``align`` of each box (``align > eps``).
+
+    Pairs must be grouped by box with anchors ascending (as ``candidate_pairs`` returns them). One stable
+    sort on the key ``(box, descending align)``: non-negative float32 bit patterns order like the floats.
+    """
+    desc = 0x7FFFFFFF - align.contiguous().view(torch.int32).long()
+    order = torch.sort(gt * (1 << 32) + desc, stable=True).indices
+    counts = torch.bincount(gt, minlength=n_boxes)
+    first = torch.cumsum(counts, 0) - counts
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(order.numel(), device=gt.device) - first[gt[order]]
+    return (rank < topk) & (align > eps)
+
+
+def resolve_conflicts(
+    key: torch.Tensor, gt: torch.Tensor, iou: torch.Tensor, n_keys: int, n_boxes: int
+) -> torch.Tensor:
+    """Step 4: ``Tensor[P] bool``, True for the pair that keeps its anchor.
+
+    ``key (Tensor[P])`` identifies the anchor of an image (``batch_index * A + anchor``); among pairs of one
+    key the highest ``iou`` wins, then the lowest ``gt``.
+    """
+    best = torch.full((n_keys,), -1.0, device=iou.device).scatter_reduce(0, key, iou, "amax")
+    top = iou == best[key]
+    low = torch.full((n_keys,), n_boxes, dtype=torch.long, device=gt.device)
+    low = low.scatter_reduce(0, key[top], gt[top], "amin")
+    return top & (gt == low[key])
+
+
+def normalise(
+    gt: torch.Tensor, iou: torch.Tensor, align: torch.Tensor, n_boxes: int, eps: float
+) -> torch.Tensor:
+    """Step 5: target scores ``align * max_iou[gt] / (max_align[gt] + eps)`` over the final positives."""
+    zeros = torch.zeros(n_boxes, device=iou.device)
+    max_iou = zeros.scatter_reduce(0, gt, iou, "amax")
+    max_align = zeros.scatter_reduce(0, gt, align, "amax")
+    return align * max_iou[gt] / (max_align[gt] + eps)
+
+
+class TaskAlignedAssigner:
+    """``assigner(cls_logits, pred_boxes, grid, labels) -> Assignment`` (rule in the module docstring).
+
+    Args:
+        topk: candidates kept per box (10).
+        alpha, beta: exponents of the class score and the IoU in the alignment metric (0.5, 6.0).
+        eps: alignment threshold and normalisation guard (1e-9).
+        max_pairs: at most this many (box, candidate) pairs are processed at once (boxes in chunks).
+    """
+
+    def __init__(
+        self,
+        topk: int = 10,
+        alpha: float = 0.5,
+        beta: float = 6.0,
+        eps: float = 1e-9,
+        max_pairs: int = 1 << 22,
+    ):
+        self.topk, self.alpha, self.beta, self.eps, self.max_pairs = topk, alpha, beta, eps, max_pairs
+
+    @torch.no_grad()
+    def __call__(
+        self, cls_logits: torch.Tensor, pred_boxes: BoxSource, grid: AnchorGrid, labels: torch.Tensor
+    ) -> Assignment:
+        """Assign anchors to boxes.
+
+        Args:
+            cls_logits (Tensor[B, A, nc]): class logits.
+            pred_boxes: predicted boxes in pixels (x1, y1, x2, y2): ``Tensor[B, A, 4]`` or a decoder of the
+                candidate anchors only (see ``alignment``).
+            grid: the anchor grid (A anchors).
+            labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in pixels, validated by the caller.
+        """
+        n, (b, a) = labels.shape[0], cls_logits.shape[:2]
+        dev = cls_logits.device
+        ranges = _anchor_ranges(labels[:, 2:6], grid)
+        per_box = (ranges[2] * ranges[3]).sum(1)
+        kept: list[tuple[torch.Tensor, ...]] = []
+        for first, last in _chunks(per_box, self.max_pairs):
+            gt, anchor = candidate_pairs(ranges, grid, first, last)
+            if gt.numel() == 0:
+                continue
+            iou, align = alignment(cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta)
+            sel = select_topk(gt - first, align, last - first, self.topk, self.eps)
+            kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))
+        if not kept:
+            empty = torch.zeros(0, dtype=torch.long, device=dev)
+            return Assignment(empty, empty, empty, torch.zeros(0, device=dev))
+        gt, anchor, iou, align = (torch.cat(t) for t in zip(*kept))
+        img = labels[gt, 0].long()
+        win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n)
+        gt, anchor, iou, align, img = gt[win], anchor[win], iou[win], align[win], img[win]
+        return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps))
+
+
+def _chunks(per_box: torch.Tensor, max_pairs: int) -> list[tuple[int, int]]:
+    """Consecutive box ranges ``[first, last)`` with at most ``max_pairs`` pairs each (one box may exceed it)."""
+    if int(per_box.sum()) <= max_pairs:
+        return [(0, int(per_box.numel()))] if per_box.numel() else []
+    counts = per_box.tolist()
+    out, first, total = [], 0, 0
+    for i, c in enumerate(counts):
+        if total and total + c > max_pairs:
+            out.append((first, i))
+            first, total = i, 0
+        total += c
+    if counts:
+        out.append((first, len(counts)))
+    return out

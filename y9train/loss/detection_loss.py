@@ -1,0 +1,194 @@
+"""The YOLOv9 training loss: task-aligned assignment, CIoU + DFL box losses, BCE class loss, PGI branches.
+
+Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32, layout in CONTRACTS.md):
+- the anchors are assigned from the branch's own (detached) predictions by ``TaskAlignedAssigner``;
+- ``T = max(sum of the positives' target scores, 1)`` normalises every term;
+- class: BCE-with-logits summed over all anchors and classes, against the target scores (the assigned box's
+  class gets the normalised alignment, everything else 0) with label smoothing ``eps`` applied to them:
+  ``target * (1 - eps) + eps / 2``; divided by ``T`` (the unsmoothed sum). It is computed sparsely:
+  ``sum softplus(x) - sum x * target``, so no dense ``[B, A, nc]`` target tensor exists;
+- box: ``sum over positives of (1 - CIoU(pred, gt)) * score / T``, boxes in grid units of their level;
+- DFL: ``sum over positives of mean over 4 sides of DFL(logits, distance) * score / T`` with the target
+  distances (grid units) clamped to ``[0, reg_max - 1.01]``.
+Dual (yolov9-*) output: ``parts = 1.0 * main + aux_weight * aux`` per term. Gains: box 7.5, cls 0.5, dfl 1.5.
+``total = batch_size * (gained box + gained cls + gained dfl)`` is what ``backward()`` gets; the returned
+components are the gained terms (not multiplied by the batch size), detached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from y9train.loss.assigner import Assignment, TaskAlignedAssigner
+from y9train.loss.boxes import bbox2dist, ciou, dist2bbox
+from y9train.loss.dfl import dfl_decode, dfl_loss
+from y9train.loss.grid import AnchorGrid
+
+__all__ = ["DetectionLoss"]
+
+
+class DetectionLoss:
+    """``loss(preds, labels) -> (total, {"box", "cls", "dfl"})`` for train-mode model outputs.
+
+    Args:
+        nc: number of classes.
+        reg_max: DFL bins per box side (16).
+        strides: stride of each level, pixels.
+        box_gain, cls_gain, dfl_gain: term weights (7.5, 0.5, 1.5).
+        label_smoothing: ``eps`` of the class targets (an attribute the trainer may change between steps).
+        aux_weight: weight of the auxiliary branch of dual models (0.25); the main branch weighs 1.0.
+        topk, alpha, beta: task-aligned assigner settings (10, 0.5, 6.0).
+        max_pairs: memory bound of the assigner (box, candidate) pairs processed at once.
+    """
+
+    def __init__(
+        self,
+        nc: int,
+        *,
+        reg_max: int = 16,
+        strides: Sequence[float] = (8.0, 16.0, 32.0),
+        box_gain: float = 7.5,
+        cls_gain: float = 0.5,
+        dfl_gain: float = 1.5,
+        label_smoothing: float = 0.0,
+        aux_weight: float = 0.25,
+        topk: int = 10,
+        alpha: float = 0.5,
+        beta: float = 6.0,
+        max_pairs: int = 1 << 22,
+    ):
+        if nc < 1:
+            raise ValueError(f"nc is {nc}; expected at least one class.")
+        self.nc, self.reg_max, self.strides = int(nc), int(reg_max), tuple(float(s) for s in strides)
+        self.gains = (float(box_gain), float(cls_gain), float(dfl_gain))
+        self.label_smoothing = float(label_smoothing)
+        self.aux_weight = float(aux_weight)
+        self.assigner = TaskAlignedAssigner(topk, alpha, beta, max_pairs=max_pairs)
+        self._grids: dict[tuple, AnchorGrid] = {}
+
+    @classmethod
+    def from_model(cls, model, **kwargs) -> DetectionLoss:
+        """A loss for a ``y9train.models`` model: its ``nc``, ``reg_max`` and ``stride``."""
+        return cls(model.nc, reg_max=model.reg_max, strides=[float(s) for s in model.stride], **kwargs)
+
+    def __call__(self, preds, labels: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Loss of a batch.
+
+        Args:
+            preds: the train-mode output: ``list`` of branches (main first, then aux), each a list of per-level
+                maps ``Tensor[B, 4 * reg_max + nc, H_l, W_l]``; a single branch (list of maps) is accepted.
+            labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in input pixels.
+        Returns:
+            ``(total (Tensor[]), {"box", "cls", "dfl"}: Tensor[] each, detached)``, see the module docstring.
+        """
+        branches = [preds] if isinstance(preds[0], torch.Tensor) else list(preds)
+        if len(branches) > 2:
+            raise ValueError(
+                f"got {len(branches)} prediction branches; expected 1 (gelan) or 2 (yolov9, main first)."
+            )
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing is {self.label_smoothing}; expected a value in [0, 1).")
+        feats0 = branches[0][0]
+        batch = int(feats0.shape[0])
+        labels = self._check_labels(labels, batch, feats0.device)
+        weights = (1.0, self.aux_weight)[: len(branches)]
+        with torch.autocast(feats0.device.type, enabled=False):
+            parts = sum(w * self.branch_loss(f, labels) for w, f in zip(weights, branches, strict=True))
+            parts = parts * torch.tensor(self.gains, device=parts.device)
+        total = parts.sum() * batch
+        box, cls, dfl = parts.detach()
+        return total, {"box": box, "cls": cls, "dfl": dfl}
+
+    def branch_loss(self, feats: Sequence[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+        """``Tensor[3]``: (box, cls, dfl) of one branch, before gains. ``labels`` already checked."""
+        r, nc = self.reg_max, self.nc
+        if len(feats) != len(self.strides) or any(f.shape[1] != 4 * r + nc for f in feats):
+            got = [tuple(f.shape) for f in feats]
+            raise ValueError(
+                f"prediction maps have shapes {got}; expected {len(self.strides)} maps [B, {4 * r + nc}, H, W] "
+                f"(4 * reg_max {r} + nc {nc})."
+            )
+        grid = self._grid(feats)
+        x = torch.cat([f.flatten(2) for f in feats], 2)  # [B, 4R + nc, A]
+        box_logits, cls_logits = x.split((4 * r, nc), 1)
+        decoder = self._anchor_decoder(box_logits.detach(), grid)
+        asg = self.assigner(cls_logits.detach().transpose(1, 2), decoder, grid, labels)
+        norm = asg.score.sum().clamp(min=1.0)
+        cls = self._class_loss(cls_logits, asg, labels) / norm
+        if len(asg) == 0:
+            zero = box_logits.sum() * 0.0
+            return torch.stack([zero, cls, zero])
+        logits = box_logits[asg.batch_idx, :, asg.anchor_idx]  # [P, 4R]
+        pred = self._decode(logits, grid, asg.anchor_idx)
+        points, stride = grid.points[asg.anchor_idx], grid.strides[asg.anchor_idx, None]
+        logits = logits.float().view(-1, 4, r)
+        target = labels[asg.gt_idx, 2:6] / stride
+        box = ((1.0 - ciou(pred, target)) * asg.score).sum() / norm
+        dfl = (dfl_loss(logits, bbox2dist(points, target, r)).mean(-1) * asg.score).sum() / norm
+        return torch.stack([box, cls, dfl])
+
+    def _class_loss(self, cls_logits: torch.Tensor, asg: Assignment, labels: torch.Tensor) -> torch.Tensor:
+        """Summed BCE-with-logits against smoothed sparse targets; ``cls_logits (Tensor[B, nc, A])``."""
+        eps = self.label_smoothing
+        xf = cls_logits.float()
+        x_pos = xf[asg.batch_idx, labels[asg.gt_idx, 1].long(), asg.anchor_idx]
+        loss = F.softplus(xf).sum() - (1.0 - eps) * (x_pos * asg.score).sum()
+        if eps:
+            loss = loss - (eps / 2.0) * xf.sum()
+        return loss
+
+    def _anchor_decoder(self, box_logits: torch.Tensor, grid: AnchorGrid):
+        """``decode(image (Tensor[K]), anchor (Tensor[K])) -> Tensor[K, 4]``: predicted boxes in pixels (float32)
+        of ``box_logits (Tensor[B, 4R, A])`` at the given anchors, each distinct (image, anchor) decoded once."""
+        b, _, a = box_logits.shape
+
+        def decode(img: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
+            key = img * a + anchor
+            need = torch.zeros(b * a, dtype=torch.bool, device=key.device)
+            need[key] = True
+            uniq = need.nonzero().squeeze(1)
+            row = torch.empty(b * a, dtype=torch.long, device=key.device)
+            row[uniq] = torch.arange(uniq.numel(), device=key.device)
+            u_img, u_anchor = torch.div(uniq, a, rounding_mode="floor"), uniq % a
+            boxes = self._decode(box_logits[u_img, :, u_anchor], grid, u_anchor)
+            return (boxes * grid.strides[u_anchor, None])[row[key]]
+
+        return decode
+
+    def _decode(self, logits: torch.Tensor, grid: AnchorGrid, anchor: torch.Tensor) -> torch.Tensor:
+        """Boxes (x1, y1, x2, y2) in grid units, float32: ``logits (Tensor[K, 4R])`` at ``anchor (Tensor[K])``."""
+        dist = dfl_decode(logits.float().view(-1, 4, self.reg_max))
+        return dist2bbox(dist, grid.points[anchor], xywh=False)
+
+    def _grid(self, feats: Sequence[torch.Tensor]) -> AnchorGrid:
+        key = (tuple(tuple(f.shape[2:]) for f in feats), feats[0].device)
+        if key not in self._grids:
+            self._grids[key] = AnchorGrid.from_feats(feats, self.strides)
+        return self._grids[key]
+
+    def _check_labels(self, labels: torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
+        """``labels`` as float32 on ``device`` after checking shape, finiteness, batch indices and classes."""
+        if not isinstance(labels, torch.Tensor) or labels.ndim != 2 or labels.shape[1] != 6:
+            shape = tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__
+            raise ValueError(
+                f"labels has shape {shape}; expected Tensor[N, 6] (batch_index, class, x1, y1, x2, y2)."
+            )
+        labels = labels.to(device=device, dtype=torch.float32)
+        if labels.numel() == 0:
+            return labels
+        b, c = labels[:, 0], labels[:, 1]
+        bad = (
+            ~torch.isfinite(labels).all(1)
+            | (b != b.round()) | (b < 0) | (b >= batch)
+            | (c != c.round()) | (c < 0) | (c >= self.nc)
+        )  # fmt: skip
+        if bool(bad.any()):
+            row = int(bad.nonzero()[0, 0])
+            raise ValueError(
+                f"labels row {row} is {labels[row].tolist()}; expected a batch index in [0, {batch}), "
+                f"a class in [0, {self.nc}) and finite pixel coordinates."
+            )
+        return labels
