@@ -22,6 +22,7 @@ app = typer.Typer(
 # One line per command module under y9deploy/cli/ (each defines register(app)).
 COMMAND_MODULES = [
     "info",
+    "data",
     "predict",
     "bench",
     "doctor",

@@ -1,0 +1,38 @@
+"""YOLO-format data for training: data.yaml, labels (with a cache), an image cache, augmentation, loaders.
+
+Typical use by the trainer::
+
+    from y9train.data import YoloDataset, build_dataloader
+    train = YoloDataset.from_yaml("data.yaml", "train", imgsz=640, cache="ram", seed=0)
+    loader = build_dataloader(train, batch_size=64, workers=8)
+    for epoch in range(start, epochs):
+        if epoch == epochs - close_mosaic_epochs:
+            train.close_mosaic()
+        train.set_epoch(epoch)
+        for batch in loader:  # batch["img"] uint8 [B, 3, H, W] RGB, batch["labels"] float32 [N, 6]
+            ...
+"""
+
+from .augment import AugmentConfig
+from .dataset import YoloDataset
+from .labels import LabelSet, load_labels, parse_label_file
+from .loader import build_dataloader, collate
+from .paths import label_path_for, list_images
+from .sampler import SampleKey, YoloBatchSampler
+from .yaml_config import DataConfig, load_data_yaml
+
+__all__ = [
+    "AugmentConfig",
+    "DataConfig",
+    "LabelSet",
+    "SampleKey",
+    "YoloBatchSampler",
+    "YoloDataset",
+    "build_dataloader",
+    "collate",
+    "label_path_for",
+    "list_images",
+    "load_data_yaml",
+    "load_labels",
+    "parse_label_file",
+]

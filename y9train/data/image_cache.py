@@ -1,0 +1,160 @@
+"""The image cache: each image decoded once, resized so its long side is ``imgsz`` (as the letterbox
+resizes it: same size rounding, ``cv2.INTER_LINEAR``), stored as a uint8 BGR array.
+
+Modes:
+- ``None``: decode and resize on every access (what the official loader does every epoch);
+- ``"ram"``: all resized images held in the main process, built before the loader starts; DataLoader
+  workers are forked and share these pages copy-on-write (on platforms that spawn workers, each worker
+  gets a copy);
+- ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir``), named by a
+  hash of the image's path, size, mtime and ``imgsz`` (a changed file gets a new entry), read back memory-
+  mapped: a JPEG is decoded once ever, later runs and epochs only map pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from y9deploy.errors import DataError
+from y9deploy.preprocess import letterbox_params
+
+from .paths import cache_location
+
+log = logging.getLogger("y9train.data")
+
+CACHE_MODES = (None, "ram", "disk")
+RAM_FRACTION = 0.8  # refuse a RAM cache needing more than this share of the available memory
+
+
+def resized_hw(hw: tuple[int, int], imgsz: int) -> tuple[int, int]:
+    """(h, w) after scaling the long side to ``imgsz`` (the letterbox's rounding)."""
+    _, (w, h), _, _ = letterbox_params(hw, imgsz)
+    return h, w
+
+
+def read_resized(path: Path, imgsz: int) -> np.ndarray:
+    """Decode an image and resize it so its long side is ``imgsz``.
+
+    Returns:
+        ndarray[h, w, 3] uint8 BGR.
+    Raises:
+        DataError: the file cannot be decoded (it was readable when the labels were scanned).
+    """
+    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if img is None:
+        raise DataError(
+            f"Image {path} cannot be decoded any more; expected the readable image seen at the scan."
+        )
+    h, w = resized_hw(img.shape[:2], imgsz)
+    if (h, w) != img.shape[:2]:
+        img = cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)
+    return img
+
+
+def _entry_name(path: Path, imgsz: int) -> str:
+    st = path.stat()
+    key = hashlib.sha1(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{imgsz}".encode()).hexdigest()[:16]
+    return f"{path.stem}-{key}.npy"
+
+
+class ImageCache:
+    """Resized uint8 images by index.
+
+    Args:
+        files: image paths (duplicates are cached once).
+        shapes: ndarray[N, 2] ``(h, w)`` of the source images (from the label scan).
+        imgsz: long side after resizing.
+        mode: ``None``, ``"ram"`` or ``"disk"``.
+        cache_dir: root of the disk cache (default beside the images folder).
+        workers: threads decoding images while the cache is built.
+    """
+
+    def __init__(
+        self,
+        files: list[Path],
+        shapes: np.ndarray,
+        imgsz: int,
+        mode: str | None = None,
+        *,
+        cache_dir: str | Path | None = None,
+        workers: int = 8,
+    ):
+        if mode not in CACHE_MODES:
+            raise ValueError(f"Image cache mode {mode!r} is not supported; expected one of {CACHE_MODES}.")
+        self.imgsz = int(imgsz)
+        self.mode = mode
+        unique = list(dict.fromkeys(files))
+        pos = {p: i for i, p in enumerate(unique)}
+        self.unique = unique
+        self.slot = np.array([pos[p] for p in files], np.int64)  # index -> unique image
+        self._workers = max(1, min(workers, os.cpu_count() or 1))
+        self._ram: list[np.ndarray] | None = None
+        self._disk: list[str] | None = None
+        self.folder: Path | None = None  # the disk cache folder
+        if mode == "ram":
+            need = self.nbytes(shapes, files)
+            if not self._ram_fits(need):
+                log.warning("the RAM image cache needs %.1f GB, more than is free; caching off", need / 1e9)
+                self.mode = None
+            else:
+                self._ram = self._map(lambda p: read_resized(p, self.imgsz))
+        elif mode == "disk":
+            self._disk = self._build_disk(cache_dir)
+
+    def nbytes(self, shapes: np.ndarray, files: list[Path]) -> int:
+        """Bytes the cache holds (each unique image once)."""
+        first = {}
+        for p, hw in zip(files, shapes):
+            first.setdefault(p, hw)
+        return int(sum(np.prod(resized_hw(tuple(hw), self.imgsz)) * 3 for hw in first.values()))
+
+    @staticmethod
+    def _ram_fits(need: int) -> bool:
+        try:
+            import psutil
+        except ImportError:
+            return True
+        return need < RAM_FRACTION * psutil.virtual_memory().available
+
+    def _map(self, fn, items=None) -> list:
+        items = self.unique if items is None else items
+        with ThreadPoolExecutor(self._workers) as pool:
+            return list(pool.map(fn, items))
+
+    def _build_disk(self, cache_dir) -> list[str]:
+        folder = cache_location(
+            self.unique[0].parent, f"{self.unique[0].parent.name}.y9img{self.imgsz}", cache_dir
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        entries = [folder / _entry_name(p, self.imgsz) for p in self.unique]
+
+        def build(i: int) -> None:
+            if entries[i].is_file():
+                return
+            img = read_resized(self.unique[i], self.imgsz)
+            tmp = entries[i].with_name(entries[i].stem + f".tmp{os.getpid()}-{i}.npy")
+            np.save(tmp, img)
+            os.replace(tmp, entries[i])
+
+        self._map(build, range(len(entries)))
+        self.folder = folder
+        return [str(e) for e in entries]
+
+    def __len__(self) -> int:
+        return len(self.slot)
+
+    def get(self, index: int) -> np.ndarray:
+        """The resized image of ``index``: ndarray[h, w, 3] uint8 BGR (read-only for the disk cache)."""
+        u = int(self.slot[index])
+        if self._ram is not None:
+            return self._ram[u]
+        if self._disk is not None:
+            return np.load(self._disk[u], mmap_mode="r")
+        return read_resized(self.unique[u], self.imgsz)
