@@ -86,11 +86,17 @@ def run(iters: int) -> dict[str, object]:
     pred = synthetic_prediction(0)
     blob, infos = prepare(frame, 640)
     rows = postprocess(pred)[0]
+    buf4 = np.empty((4, 3, 640, 640), np.float32)
     cases: list[tuple[str, Callable[[], object], int]] = [
         ("letterbox 1920x1080 -> 640x640 (uint8 HWC)", lambda: letterbox(frame, 640), iters),
         ("prepare 1920x1080 -> [1,3,640,640] float32", lambda: prepare(frame, 640), iters),
         ("prepare 1920x1080 -> [1,3,640,640] float16", lambda: prepare(frame, 640, dtype=np.float16), iters),
         ("prepare 4 x 1920x1080 -> [4,3,640,640] float32", lambda: prepare([frame] * 4, 640), iters // 4),
+        (
+            "prepare 4 x 1920x1080 -> [4,3,640,640] float32, out= reused",
+            lambda: prepare([frame] * 4, 640, out=buf4),
+            iters // 4,
+        ),
         ("postprocess [1,84,8400] conf 0.25 iou 0.45", lambda: postprocess(pred), iters),
         (
             "postprocess [1,84,8400] conf 0.001 iou 0.7",
