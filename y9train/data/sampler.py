@@ -46,8 +46,8 @@ class YoloBatchSampler:
         batch_size: images per batch.
         shuffle: a permutation drawn from ``(seed, epoch)`` each epoch.
         drop_last: drop the last incomplete batch.
-        multi_scale: a square size per batch drawn from ``(seed, epoch, batch)`` in
-            ``[scale_range[0] * imgsz, scale_range[1] * imgsz]``, a multiple of ``stride``.
+        multi_scale: a square size per batch drawn from ``(seed, epoch, batch)``: a multiple of ``stride`` within
+            ``[scale_range[0] * imgsz, scale_range[1] * imgsz]`` (320..960 for 640).
         rect: batches of similar aspect ratio (images sorted by h / w) with the tightest stride-multiple shape;
             for validation (no shuffle, no multi-scale).
     """
@@ -100,8 +100,8 @@ class YoloBatchSampler:
             return rect_shape(self.dataset.shapes[members], imgsz, self.stride, self.pad)
         if self.multi_scale:
             rng = np.random.default_rng([self.dataset.seed, epoch, batch, 0x5CA1E])
-            lo = max(1, math.floor(self.scale_range[0] * imgsz / self.stride))
-            hi = max(lo, math.ceil(self.scale_range[1] * imgsz / self.stride))
+            lo = max(1, math.ceil(self.scale_range[0] * imgsz / self.stride - 1e-9))
+            hi = max(lo, math.floor(self.scale_range[1] * imgsz / self.stride + 1e-9))
             s = int(rng.integers(lo, hi + 1)) * self.stride
             return s, s
         return imgsz, imgsz
