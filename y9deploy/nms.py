@@ -94,7 +94,8 @@ def nms_sorted(boxes: np.ndarray, iou_thres: float, max_det: int | None = None) 
     """
     n = len(boxes)
     limit = n if max_det is None else int(max_det)
-    thr = threshold_below(iou_thres)  # the same as comparing in float64 like the reference kernel
+    # float32 IoU vs a double threshold, like the reference kernel, without float64 temporaries.
+    thr = threshold_below(iou_thres) if boxes.dtype == np.float32 else np.float64(iou_thres)
     kept: list[np.ndarray] = []
     kept_boxes = boxes[:0]
     total = 0

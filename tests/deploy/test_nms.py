@@ -103,6 +103,12 @@ def test_threshold_compares_in_float64_like_the_reference_kernel():
     assert ref_nms(boxes, np.float32([0.9, 0.8]), 0.3) == [0]
 
 
+def test_float64_boxes_compare_in_float64():
+    boxes = np.array([[0, 0, 10, 10], [0, 0, 10, 3]], np.float64)  # IoU exactly 0.3 in float64: not > 0.3
+    assert box_iou(boxes[:1], boxes[1:])[0, 0] == 0.3
+    assert nms(boxes, np.float32([0.9, 0.8]), 0.3).tolist() == [0, 1]
+
+
 def test_ties_keep_input_order():
     boxes = np.float32([[0, 0, 10, 10], [100, 0, 110, 10], [0, 0, 10, 10.5], [200, 0, 210, 10]])
     scores = np.float32([0.5, 0.5, 0.5, 0.9])
