@@ -14,7 +14,45 @@ import platform
 import sys
 from pathlib import Path
 
+from y9train.data import YoloDataset, collate, load_data_yaml
 from y9train.data.bench import bench_loader
+
+
+def sample_cost(data: Path, imgsz: int, batch: int, n: int, cache_dir: Path | None) -> dict:
+    """Single-core cost of one training sample (mosaic on, RAM cache) and of collating it, in ms per image.
+
+    Wall time (median, min over rounds of ``batch`` samples) and CPU time of this process (``process_time``):
+    the CPU time is the per-worker work, much less sensitive to a busy machine than wall time or throughput.
+    """
+    import statistics
+    import time
+
+    import cv2
+    import torch  # imported here so that the first collate does not time the import
+
+    cv2.setNumThreads(1)
+    torch.set_num_threads(1)
+    cfg = load_data_yaml(data, require=("train",))
+    ds = YoloDataset(cfg.image_files("train"), nc=cfg.nc, imgsz=imgsz, cache="ram", cache_dir=cache_dir)
+    wall_s, wall_c, cpu_s, cpu_c = [], [], [], []
+    for r in range(max(1, n // batch)):
+        ds.set_epoch(r)
+        t0, c0 = time.perf_counter(), time.process_time()
+        samples = [ds[i % len(ds)] for i in range(batch)]
+        t1, c1 = time.perf_counter(), time.process_time()
+        collate(samples)
+        t2, c2 = time.perf_counter(), time.process_time()
+        wall_s.append((t1 - t0) / batch * 1e3)
+        wall_c.append((t2 - t1) / batch * 1e3)
+        cpu_s.append((c1 - c0) / batch * 1e3)
+        cpu_c.append((c2 - c1) / batch * 1e3)
+    return {
+        "sample_wall_ms_median": statistics.median(wall_s),
+        "sample_wall_ms_min": min(wall_s),
+        "sample_cpu_ms_median": statistics.median(cpu_s),
+        "collate_wall_ms_median": statistics.median(wall_c),
+        "collate_cpu_ms_median": statistics.median(cpu_c),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,9 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         "--cache-dir", type=Path, default=None, help="label/disk cache location (default beside the data)"
     )
     ap.add_argument("--json-out", type=Path, default=None)
+    ap.add_argument("--sample-cost", type=int, default=0, help="also time N samples on one core in-process")
     args = ap.parse_args(argv)
 
     results = []
+    cost = None
+    if args.sample_cost:
+        cost = sample_cost(args.data, args.imgsz, args.batch, args.sample_cost, args.cache_dir)
+        print("one core: " + ", ".join(f"{k} {v:.2f}" for k, v in cost.items()), flush=True)
     for mode in args.cache:
         r = bench_loader(
             args.data,
@@ -61,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": platform.machine(),
             "processor": platform.processor(),
         }
-        args.json_out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+        out = {"meta": meta, "results": results, "sample_cost": cost}
+        args.json_out.write_text(json.dumps(out, indent=1))
     return 0
 
 

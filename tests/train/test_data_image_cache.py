@@ -10,7 +10,7 @@ import y9train.data.image_cache as cache_mod
 from tests.train.data_fixtures import COCO_36, COCO_42
 from y9deploy.preprocess import letterbox
 from y9train.data import SampleKey, YoloDataset
-from y9train.data.image_cache import ImageCache, resized_hw
+from y9train.data.image_cache import ImageCache, read_resized, resized_hw
 
 
 def _shapes(files):
@@ -87,3 +87,16 @@ def test_validation_samples_equal_the_deploy_letterbox_with_any_cache(shared, tm
             np.testing.assert_array_equal(s["img"], expected)
             (rw, rh), (left, top) = s["ratio_pad"]
             assert rw == pytest.approx(r, rel=2e-3) and (left, top) == (round(dw - 0.1), round(dh - 0.1))
+
+
+@pytest.mark.parametrize(("source", "imgsz"), [(COCO_36, 160), (COCO_42, 300), (COCO_42, 80)])
+def test_fast_jpeg_decode_same_size_no_worse_than_the_exact_resize(source, imgsz):
+    """Training sets decode JPEGs shrunk >= 2x at 1/2, 1/4 or 1/8 size (libjpeg DCT scaling), then resize:
+    the same size as the exact path and at least as close to an area-averaged reference."""
+    full = cv2.imread(str(source))
+    exact = read_resized(source, imgsz)
+    fast = read_resized(source, imgsz, src_hw=full.shape[:2], fast=True)
+    assert fast.shape == exact.shape
+    area = cv2.resize(full, exact.shape[1::-1], interpolation=cv2.INTER_AREA).astype(int)
+    assert np.abs(fast - area).mean() <= np.abs(exact - area).mean() + 0.5
+    assert not np.array_equal(fast, exact)  # it did take the other path

@@ -78,7 +78,11 @@ def data_check(
         bool, typer.Option("--no-cache", help="Neither read nor write the label cache.")
     ] = False,
 ) -> None:
-    """Validate a dataset and print counts, the class histogram and box sizes."""
+    """Validate a dataset and print counts, the class histogram and box sizes.
+
+    A bad label line stops with its file:line. Unreadable or cut-short images are listed and skipped:
+    training runs without them.
+    """
     from y9train.data.check import check_dataset
 
     _print_stats(check_dataset(data, cache_dir=cache_dir, label_cache=not no_cache))

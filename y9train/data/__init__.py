@@ -14,7 +14,11 @@ Typical use by the trainer::
 """
 
 from .augment import AugmentConfig
+from .bench import LoaderBenchResult, bench_loader
+from .check import DatasetStats, SplitStats, check_dataset
+from .convert_visdrone import ConvertResult, convert_visdrone
 from .dataset import YoloDataset
+from .image_cache import ImageCache
 from .labels import LabelSet, load_labels, parse_label_file
 from .loader import build_dataloader, collate
 from .paths import label_path_for, list_images
@@ -23,13 +27,21 @@ from .yaml_config import DataConfig, load_data_yaml
 
 __all__ = [
     "AugmentConfig",
+    "ConvertResult",
     "DataConfig",
+    "DatasetStats",
+    "ImageCache",
     "LabelSet",
+    "LoaderBenchResult",
     "SampleKey",
     "YoloBatchSampler",
+    "SplitStats",
     "YoloDataset",
+    "bench_loader",
     "build_dataloader",
+    "check_dataset",
     "collate",
+    "convert_visdrone",
     "label_path_for",
     "list_images",
     "load_data_yaml",

@@ -104,7 +104,13 @@ class YoloDataset:
         self.shapes: np.ndarray = labelset.shapes  # (h, w) of the source images
         self.skipped = labelset.skipped
         self.images = ImageCache(
-            self.files, self.shapes, self.imgsz, cache, cache_dir=cache_dir, workers=workers
+            self.files,
+            self.shapes,
+            self.imgsz,
+            cache,
+            cache_dir=cache_dir,
+            workers=workers,
+            fast_decode=self.augment,
         )
         self.epoch = 0
         self.mosaic = self.augment and self.hyp.mosaic > 0
