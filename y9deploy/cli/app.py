@@ -23,6 +23,8 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "info",
     "data",
+    "engine",
+    "export",
     "predict",
     "bench",
     "doctor",

@@ -1,0 +1,81 @@
+"""``y9 build-engine``: ONNX -> TensorRT engine + manifest (thin: parse, call build_engine_report, print)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class FlavourChoice(str, Enum):
+    auto = "auto"
+    tensorrt = "tensorrt"
+    tensorrt_rtx = "tensorrt-rtx"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("build-engine")
+    def build_engine_cmd(
+        onnx: Annotated[Path, typer.Argument(help="ONNX model written by `y9 export`.")],
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="Engine file (default: ONNX path with .engine).")
+        ] = None,
+        fp16: Annotated[bool, typer.Option("--fp16/--fp32", help="FP16 engine (default) or FP32.")] = True,
+        batch: Annotated[
+            str | None,
+            typer.Option(
+                "--batch",
+                help="Batch profile MIN:OPT:MAX (dynamic-batch ONNX; default 1:4:16) or N (static).",
+            ),
+        ] = None,
+        workspace: Annotated[float, typer.Option("--workspace", help="Builder workspace limit in GB.")] = 4.0,
+        target: Annotated[
+            str | None,
+            typer.Option("--target", help="Build ahead of time for this GPU, e.g. sm89 (TensorRT-RTX only)."),
+        ] = None,
+        timing_cache: Annotated[
+            Path | None,
+            typer.Option("--timing-cache", help="Timing cache file to reuse and update (TensorRT)."),
+        ] = None,
+        flavour: Annotated[
+            FlavourChoice,
+            typer.Option("--flavour", help="TensorRT package to build with when both are installed."),
+        ] = FlavourChoice.auto,
+        int8: Annotated[
+            bool, typer.Option("--int8", help="INT8 engine (not supported yet: refused).")
+        ] = False,
+    ) -> None:
+        """Build a TensorRT engine (FP16 by default) and its manifest <engine>.json."""
+        from rich.console import Console
+
+        from y9deploy.engine.builder import build_engine_report
+        from y9deploy.engine.progress import RichBuildProgress
+
+        console = Console(stderr=True)
+        kwargs = dict(
+            fp16=fp16,
+            batch=batch,
+            workspace_gb=workspace,
+            target=target,
+            timing_cache=timing_cache,
+            flavour=None if flavour is FlavourChoice.auto else flavour.value,
+            int8=int8,
+        )
+        if console.is_terminal:
+            with RichBuildProgress(console) as progress:
+                result = build_engine_report(onnx, output, progress=progress, **kwargs)
+        else:
+            result = build_engine_report(onnx, output, **kwargs)
+        m = result.manifest
+        where = f"{m.compute_capability} ahead of time" if m.ahead_of_time else m.compute_capability
+        flavour_name = "TensorRT-RTX" if m.flavour == "tensorrt_rtx" else "TensorRT"
+        typer.echo(
+            f"built {result.engine_path} ({flavour_name} {m.trt_version}, {where}, {m.precision}, "
+            f"batch {':'.join(map(str, m.batch))}, {m.imgsz[0]}x{m.imgsz[1]}, "
+            f"{m.engine_bytes / 1e6:.1f} MB) in {result.seconds:.1f} s"
+        )
+        for note in result.notes:
+            typer.echo(f"note: {note}")
+        typer.echo(f"manifest: {result.manifest_path}")

@@ -1,0 +1,78 @@
+"""``y9 export``: checkpoint -> ONNX (thin: parse, call export_onnx_report, print)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export")
+    def export_cmd(
+        source: Annotated[Path, typer.Argument(help="Checkpoint: y9 or official YOLOv9 format (.pt).")],
+        output: Annotated[
+            Path | None,
+            typer.Option("-o", "--output", help="ONNX file (default: checkpoint path with .onnx)."),
+        ] = None,
+        imgsz: Annotated[
+            str, typer.Option("--imgsz", help="Input size: 640 or H,W (e.g. 384,640); multiples of 32.")
+        ] = "640",
+        batch: Annotated[
+            int, typer.Option("--batch", help="Batch size (the traced one with --dynamic-batch).")
+        ] = 1,
+        dynamic_batch: Annotated[
+            bool, typer.Option("--dynamic-batch", help="Symbolic batch dimension (H and W stay fixed).")
+        ] = False,
+        half: Annotated[bool, typer.Option("--half", help="FP16 weights, input and output.")] = False,
+        end2end: Annotated[
+            bool, typer.Option("--end2end", help="NMS inside the graph (ONNX NonMaxSuppression).")
+        ] = False,
+        simplify: Annotated[
+            bool, typer.Option("--simplify/--no-simplify", help="Simplify with onnxsim.")
+        ] = True,
+        opset: Annotated[int, typer.Option("--opset", help="ONNX opset.")] = 17,
+        check: Annotated[
+            bool,
+            typer.Option("--check/--no-check", help="Fail unless onnxruntime matches torch (default on)."),
+        ] = True,
+        conf: Annotated[float, typer.Option("--conf", help="end2end: default score threshold.")] = 0.25,
+        iou: Annotated[float, typer.Option("--iou", help="end2end: default IoU threshold.")] = 0.45,
+        max_det: Annotated[
+            int, typer.Option("--max-det", help="end2end: detections per image (output size).")
+        ] = 300,
+    ) -> None:
+        """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
+        from y9deploy.export.onnx_export import export_onnx_report
+
+        result = export_onnx_report(
+            source,
+            output if output is not None else source.with_suffix(".onnx"),
+            imgsz=imgsz,
+            batch=batch,
+            dynamic_batch=dynamic_batch,
+            half=half,
+            simplify=simplify,
+            end2end=end2end,
+            opset=opset,
+            conf=conf,
+            iou=iou,
+            max_det=max_det,
+            check=check,
+        )
+        h, w = result.imgsz
+        shape = f"[{'batch' if result.dynamic_batch else result.batch}, 3, {h}, {w}]"
+        extras = [x for x, on in (("fp16", result.half), ("end2end NMS", result.end2end)) if on]
+        typer.echo(
+            f"exported {result.model} to {result.path} (images {shape}{', ' if extras else ''}{', '.join(extras)}, "
+            f"opset {result.opset}) in {sum(result.seconds.values()):.1f} s"
+        )
+        if result.simplified:
+            typer.echo(f"simplified: {result.nodes_raw} -> {result.nodes_simplified} nodes")
+        else:
+            typer.echo(f"not simplified: {result.nodes_raw} nodes")
+        for parity in result.parity:
+            typer.echo(f"onnxruntime vs torch: {parity.describe()}")
+        for note in result.notes:
+            typer.echo(f"note: {note}")

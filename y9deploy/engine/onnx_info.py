@@ -1,0 +1,95 @@
+"""What the engine builder needs to know about an ONNX file before TensorRT sees it (needs ``onnx``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from y9deploy.errors import BackendUnavailableError, ModelFileError
+
+INPUT_NAME = "images"
+STRIDE = 32
+
+
+@dataclass
+class OnnxInfo:
+    """``images`` input facts: ``batch`` None when symbolic; ``imgsz`` (h, w); ``half`` when float16."""
+
+    path: Path
+    batch: int | None
+    imgsz: tuple[int, int]
+    half: bool
+    end2end: bool
+    input_names: list[str]
+    metadata: dict[str, str] = field(default_factory=dict)
+    model: Any = field(default=None, repr=False)  # onnx.ModelProto
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "building an engine needs the `onnx` package to read the model (pip install onnx)"
+        ) from exc
+    return onnx
+
+
+def _dims(value_info: Any) -> list[int | str]:
+    dims: list[int | str] = []
+    for d in value_info.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            dims.append(d.dim_param or "?")
+    return dims
+
+
+def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
+    """Load ``path`` and check it is a y9-style detector: an ``images`` input [B, 3, H, W] with fixed H, W
+    that are multiples of 32. Raises FileNotFoundError or ModelFileError with one sentence."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"ONNX file {path} does not exist")
+    onnx = _onnx()
+    try:
+        model = onnx.load(str(path))
+    except Exception as exc:  # protobuf DecodeError and friends
+        raise ModelFileError(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+    graph = model.graph
+    initializers = {init.name for init in graph.initializer}
+    inputs = [vi for vi in graph.input if vi.name not in initializers or vi.name == INPUT_NAME]
+    names = [vi.name for vi in graph.input]
+    images = next((vi for vi in inputs if vi.name == INPUT_NAME), None)
+    if images is None:
+        raise ModelFileError(
+            f"{path} has inputs {names} but no input named '{INPUT_NAME}'; expected a detector exported by "
+            "`y9 export` (input 'images' [B, 3, H, W])"
+        )
+    dims = _dims(images)
+    if len(dims) != 4 or dims[1] != 3:
+        raise ModelFileError(f"{path}: input '{INPUT_NAME}' has shape {dims}, expected [B, 3, H, W]")
+    h, w = dims[2], dims[3]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise ModelFileError(
+            f"{path}: input '{INPUT_NAME}' has a dynamic height/width {dims}; y9 engines have a fixed input size: "
+            "export with a fixed --imgsz (only the batch may be dynamic)"
+        )
+    if h % STRIDE or w % STRIDE or h <= 0 or w <= 0:
+        raise ModelFileError(
+            f"{path}: input size {h}x{w} (HxW) is not a multiple of {STRIDE}; export with an --imgsz whose "
+            f"height and width are multiples of {STRIDE}"
+        )
+    elem = images.type.tensor_type.elem_type
+    half = elem == onnx.TensorProto.FLOAT16
+    if elem not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16):
+        raise ModelFileError(
+            f"{path}: input '{INPUT_NAME}' has element type "
+            f"{onnx.TensorProto.DataType.Name(elem)}, expected FLOAT or FLOAT16"
+        )
+    end2end = any(node.op_type == "NonMaxSuppression" for node in graph.node)
+    metadata = {p.key: p.value for p in model.metadata_props}
+    batch = dims[0] if isinstance(dims[0], int) else None
+    return OnnxInfo(path, batch, (h, w), half, end2end, names, metadata, model)

@@ -1,0 +1,313 @@
+"""torch -> ONNX for YOLOv9/GELAN: static shape by default, optional dynamic batch, FP16, end-to-end NMS.
+
+Steps: load (model or checkpoint) -> re-parameterize + fuse -> ``torch.onnx.export`` -> onnx.checker ->
+onnxsim -> parity against torch in onnxruntime (CPU): the export FAILS beyond tolerance -> [FP16] ->
+[end2end NMS] -> metadata -> written atomically. Input ``images`` float [B, 3, H, W] RGB in 0..1
+(float16 with ``half``); output ``output0`` [B, 4 + nc, A] (see ``y9deploy.export.end2end`` for end2end).
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from y9deploy.errors import Y9Error
+from y9deploy.export.parity import ParityResult
+
+STRIDE = 32
+RTOL_FP32 = 1e-3
+RTOL_FP16 = 2e-2
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_onnx_report` did. ``parity`` holds one check per precision tried."""
+
+    path: Path
+    model: str
+    imgsz: tuple[int, int]
+    batch: int
+    dynamic_batch: bool
+    half: bool
+    end2end: bool
+    opset: int
+    nodes_raw: int
+    nodes_simplified: int
+    simplified: bool
+    parity: list[ParityResult]
+    metadata: dict[str, str]
+    seconds: dict[str, float] = field(default_factory=dict)  # per step: export, simplify, parity, ...
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_imgsz(value: Any) -> tuple[int, int]:
+    """``640``, ``"640"``, ``(384, 640)``, ``"384,640"`` or ``"384x640"`` -> ``(h, w)``; ValueError unless both
+    are positive multiples of 32."""
+    if isinstance(value, str):
+        parts = value.replace("x", ",").split(",")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise ValueError(
+                f"imgsz {value!r} is not understood; expected e.g. 640 or 384,640 (H,W)"
+            ) from None
+    elif isinstance(value, (int, np.integer)):
+        nums = [int(value)]
+    else:
+        nums = [int(v) for v in value]
+    if len(nums) == 1:
+        nums = nums * 2
+    if len(nums) != 2:
+        raise ValueError(f"imgsz {value!r} is not understood; expected e.g. 640 or 384,640 (H,W)")
+    h, w = nums
+    if h <= 0 or w <= 0 or h % STRIDE or w % STRIDE:
+        raise ValueError(f"imgsz {h}x{w} (HxW) is not a multiple of {STRIDE}; use e.g. 640 or 384,640")
+    return h, w
+
+
+def _wrap(model: Any) -> Any:
+    """A module returning only the main raw output (eval-mode models may return tuples)."""
+    from torch import nn
+
+    class Single(nn.Module):
+        def __init__(self, inner: nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            y = self.inner(x)
+            return y[0] if isinstance(y, (tuple, list)) else y
+
+    return Single(model).eval()
+
+
+def _torch_to_onnx(model: Any, batch: int, imgsz: tuple[int, int], opset: int, dynamic_batch: bool) -> Any:
+    import onnx
+    import torch
+
+    dummy = torch.zeros(batch, 3, *imgsz)
+    kwargs: dict[str, Any] = dict(
+        input_names=["images"],
+        output_names=["output0"],
+        opset_version=opset,
+        do_constant_folding=True,
+    )
+    if dynamic_batch:
+        kwargs["dynamic_axes"] = {"images": {0: "batch"}, "output0": {0: "batch"}}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False  # the TorchScript exporter: mature for conv nets, no onnxscript needed
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        torch.onnx.export(_wrap(model), (dummy,), buffer, **kwargs)
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def _check(model: Any, what: str) -> None:
+    import onnx
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        raise Y9Error(f"the {what} ONNX graph fails onnx.checker: {exc}") from exc
+
+
+def _parity(model: Any, x: np.ndarray, ref: np.ndarray, rtol: float, half: bool, path: Path) -> ParityResult:
+    from y9deploy.export.parity import compare_raw, run_onnxruntime
+
+    feed = x.astype(np.float16) if half else x
+    (out,) = run_onnxruntime(model.SerializeToString(), {"images": feed}, ["output0"])
+    result = compare_raw(out, ref, rtol)
+    if not result.passed:
+        raise Y9Error(
+            f"the {'float16' if half else 'float32'} ONNX graph differs from torch in onnxruntime beyond "
+            f"tolerance ({result.describe()}); {path} was not written (an untrained network with random "
+            "weights can be chaotic in float32: check it on real images with check_input, or skip with --no-check)"
+        )
+    return result
+
+
+def export_onnx_report(
+    source: Any,
+    path: str | os.PathLike,
+    *,
+    imgsz: Any = 640,
+    batch: int = 1,
+    dynamic_batch: bool = False,
+    half: bool = False,
+    simplify: bool = True,
+    end2end: bool = False,
+    opset: int = 17,
+    conf: float = 0.25,
+    iou: float = 0.45,
+    max_det: int = 300,
+    check: bool = True,
+    check_input: np.ndarray | None = None,
+) -> ExportResult:
+    """Export and report; see :func:`export_onnx`. ``conf``/``iou``/``max_det``: the end2end defaults baked
+    into the graph (run-time inputs can override them). ``check=False`` skips the parity check;
+    ``check_input`` (float32 [N, 3, H, W] in 0..1, e.g. letterboxed photos) replaces its default input,
+    uniform noise. Untrained networks with random weights can be chaotic in float32 (tiny rounding
+    differences grow to pixels); real images keep them in their calibrated range."""
+    import onnx
+
+    from y9deploy.export.metadata import build_metadata, set_metadata
+    from y9deploy.export.parity import parity_input, torch_reference
+    from y9deploy.export.simplify import simplify_onnx
+    from y9deploy.export.source import deployable, load_source
+
+    path = Path(path)
+    hw = parse_imgsz(imgsz)
+    if not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"batch {batch!r} is not a positive integer")
+    if end2end and opset < 13:
+        raise ValueError(f"opset {opset} is too old for --end2end; expected 13 or newer (default 17)")
+    if opset < 11:
+        raise ValueError(f"opset {opset} is too old; expected 11 or newer (default 17)")
+    times: dict[str, float] = {}
+    notes: list[str] = []
+
+    t = time.perf_counter()
+    original, source_sha, label = load_source(source)
+    model = deployable(original)
+    times["load"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    raw = _torch_to_onnx(model, int(batch), hw, opset, dynamic_batch)
+    _check(raw, "exported")
+    times["export"] = time.perf_counter() - t
+    nodes_raw = len(raw.graph.node)
+
+    t = time.perf_counter()
+    graph, nodes_after, simplified = raw, nodes_raw, False
+    if simplify:
+        res = simplify_onnx(raw)
+        graph, nodes_after, simplified = res.model, res.nodes_after, res.simplified
+        if res.note:
+            notes.append(f"simplification skipped: {res.note}")
+    times["simplify"] = time.perf_counter() - t
+
+    # Parity against the torch model that was exported (re-parameterized and fused, as timm's check_forward
+    # does); y9train.reparam is tested on its own against the official outputs. A dynamic batch is checked at
+    # batch + 1 (not the traced batch) to prove the batch really is symbolic.
+    t = time.perf_counter()
+    check_batch = int(batch) + 1 if dynamic_batch else int(batch)
+    if check_input is not None:
+        x = np.ascontiguousarray(check_input, dtype=np.float32)
+        if x.ndim != 4 or x.shape[1:] != (3, *hw) or (not dynamic_batch and x.shape[0] != batch):
+            want = f"[{'N' if dynamic_batch else batch}, 3, {hw[0]}, {hw[1]}]"
+            raise ValueError(f"check_input has shape {list(x.shape)}, expected {want}")
+        check_batch = x.shape[0]
+    else:
+        x = parity_input(check_batch, hw)
+    ref = torch_reference(model, x)
+    parity: list[ParityResult] = []
+    if check:
+        parity.append(_parity(graph, x, ref, RTOL_FP32, False, path))
+    times["parity"] = time.perf_counter() - t
+
+    if half:
+        from y9deploy.export.fp16 import convert_to_fp16
+
+        t = time.perf_counter()
+        graph = convert_to_fp16(graph, keep_io_types=False, source=f"the {label} export")
+        if check:
+            parity.append(_parity(graph, x, ref, RTOL_FP16, True, path))
+        times["fp16"] = time.perf_counter() - t
+
+    nms_defaults = None
+    if end2end:
+        from y9deploy.export.end2end import append_nms
+        from y9deploy.export.parity import run_onnxruntime
+
+        t = time.perf_counter()
+        graph = append_nms(
+            graph, nc=int(model.nc), num_anchors=int(ref.shape[2]), conf=conf, iou=iou, max_det=max_det
+        )
+        _check(graph, "end2end")
+        feed = x.astype(np.float16) if half else x
+        num, boxes, _, _ = run_onnxruntime(graph.SerializeToString(), {"images": feed})
+        if num.shape != (check_batch, 1) or boxes.shape != (check_batch, max_det, 4):
+            raise Y9Error(f"the end2end graph gives num_dets {num.shape} and boxes {boxes.shape}; expected "
+                          f"({check_batch}, 1) and ({check_batch}, {max_det}, 4)")  # fmt: skip
+        nms_defaults = {"score_threshold": conf, "iou_threshold": iou, "max_output_boxes": max_det}
+        times["end2end"] = time.perf_counter() - t
+
+    props = build_metadata(
+        names=model.names,
+        stride=[float(s) for s in model.stride.tolist()],
+        imgsz=hw,
+        model=model.name,
+        source_sha256=source_sha,
+        end2end=end2end,
+        dynamic_batch=dynamic_batch,
+        half=half,
+        nms_defaults=nms_defaults,
+    )
+    set_metadata(graph, props)
+    graph.producer_name, graph.producer_version = "y9", props["y9_version"]
+    onnx.checker.check_model(graph)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    onnx.save(graph, str(tmp))
+    os.replace(tmp, path)
+    return ExportResult(
+        path=path,
+        model=model.name,
+        imgsz=hw,
+        batch=int(batch),
+        dynamic_batch=dynamic_batch,
+        half=half,
+        end2end=end2end,
+        opset=opset,
+        nodes_raw=nodes_raw,
+        nodes_simplified=nodes_after,
+        simplified=simplified,
+        parity=parity,
+        metadata=props,
+        seconds=times,
+        notes=notes,
+    )
+
+
+def export_onnx(
+    source: Any,
+    path: str | os.PathLike,
+    *,
+    imgsz: Any = 640,
+    batch: int = 1,
+    dynamic_batch: bool = False,
+    half: bool = False,
+    simplify: bool = True,
+    end2end: bool = False,
+    opset: int = 17,
+) -> Path:
+    """Export ``source`` (a y9 model or a checkpoint path, y9 or official format) to ONNX at ``path``.
+
+    ``imgsz``: 640 or (h, w), multiples of 32 (the input size is fixed). ``batch``: the static batch (the
+    traced batch with ``dynamic_batch``, which makes only the batch dimension symbolic). ``half``: FP16
+    weights and I/O. ``simplify``: onnxsim (node counts in :func:`export_onnx_report`). ``end2end``: NMS in
+    the graph (``NonMaxSuppression``; thresholds as optional inputs). The export fails if onnxruntime's
+    output differs from torch's beyond 1e-3 relative (2e-2 for FP16). Returns ``path``.
+    """
+    return export_onnx_report(
+        source,
+        path,
+        imgsz=imgsz,
+        batch=batch,
+        dynamic_batch=dynamic_batch,
+        half=half,
+        simplify=simplify,
+        end2end=end2end,
+        opset=opset,
+    ).path
