@@ -65,7 +65,8 @@ class YoloDataset:
         imgsz: training/validation size; images are cached with long side ``imgsz``.
         augment: training augmentation on (True) or validation letterbox (False).
         hyp: ``AugmentConfig`` (default values when None).
-        cache: image cache ``None`` / ``"ram"`` / ``"disk"`` (see ``image_cache``).
+        cache: image cache ``None`` / ``"ram"`` / ``"disk"`` (see ``image_cache``); ``True`` means ``"ram"``,
+            ``False`` and ``"none"`` mean ``None``.
         cache_dir: where label and disk image caches go (default beside the data).
         label_cache: use the label cache.
         seed: base seed of sampling and augmentation.
@@ -95,6 +96,7 @@ class YoloDataset:
         self.augment = bool(augment)
         self.hyp = hyp or AugmentConfig()
         self.seed = int(seed)
+        cache = "ram" if cache is True else None if cache in (False, None, "none", "") else cache
         labelset = load_labels(
             [Path(p) for p in images], self.nc, cache=label_cache, cache_dir=cache_dir, workers=workers
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,6 +36,7 @@ log = logging.getLogger("y9train.data")
 
 CACHE_MODES = (None, "ram", "disk")
 RAM_FRACTION = 0.8  # refuse a RAM cache needing more than this share of the available memory
+MAX_OPEN_MAPS = 8192  # disk entries kept mapped per process (under the kernel's vm.max_map_count)
 
 
 def resized_hw(hw: tuple[int, int], imgsz: int) -> tuple[int, int]:
@@ -126,6 +128,7 @@ class ImageCache:
         self._ram: list[np.ndarray] | None = None
         self._disk: list[str] | None = None
         self.folder: Path | None = None  # the disk cache folder
+        self._maps: OrderedDict[int, np.ndarray] = OrderedDict()  # open memory maps of this process
         if mode == "ram":
             need = self.nbytes(shapes, files)
             if not self._ram_fits(need):
@@ -187,5 +190,10 @@ class ImageCache:
         if self._ram is not None:
             return self._ram[u]
         if self._disk is not None:
-            return np.load(self._disk[u], mmap_mode="r")
+            m = self._maps.get(u)
+            if m is None:  # map once per process: later reads of that image neither open nor fault
+                m = self._maps[u] = np.load(self._disk[u], mmap_mode="r")
+                if len(self._maps) > MAX_OPEN_MAPS:
+                    self._maps.popitem(last=False)
+            return m
         return self._read(u)

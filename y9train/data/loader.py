@@ -89,7 +89,7 @@ def build_dataloader(
     drop_last: bool = False,
     pin_memory: bool | None = None,
     persistent_workers: bool = True,
-    prefetch_factor: int = 4,
+    prefetch_factor: int = 2,
     stride: int = 32,
 ):
     """A torch DataLoader over ``dataset`` yielding batches of the contract above.
