@@ -184,6 +184,12 @@ def test_hsv_is_a_pointwise_colour_map(shared):
         key = img.reshape(-1, 3).astype(np.int64) @ np.array([1, 256, 65536])
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         np.testing.assert_array_equal(out.reshape(-1, 3), out.reshape(-1, 3)[first][inverse.ravel()])
+        # reference: one 3-channel table in HSV space, built entry by entry
+        table = np.zeros((256, 1, 3), np.uint8)
+        for x in range(256):
+            table[x, 0] = (int(x * gains[0]) % 180, min(int(x * gains[1]), 255), min(int(x * gains[2]), 255))
+        ref = cv2.cvtColor(cv2.LUT(cv2.cvtColor(img, cv2.COLOR_BGR2HSV), table), cv2.COLOR_HSV2BGR)
+        np.testing.assert_array_equal(out, ref)
     # value gain alone scales max(B, G, R) (the V channel) by the gain
     out = augment_hsv(img.copy(), np.array([1.0, 1.0, 0.6]))
     v_in, v_out = img.max(2).astype(float), out.max(2).astype(float)

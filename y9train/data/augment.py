@@ -13,6 +13,7 @@ one matrix); HSV is one LUT pass in HSV space; everything stays uint8.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import asdict, dataclass, fields
 
 import cv2
@@ -256,12 +257,29 @@ def augment_hsv(img: np.ndarray, gains: np.ndarray) -> np.ndarray:
     lut_h = ((x * gains[0]) % 180).astype(np.uint8)
     lut_s = np.clip(x * gains[1], 0, 255).astype(np.uint8)
     lut_v = np.clip(x * gains[2], 0, 255).astype(np.uint8)
-    h, s, v = cv2.split(cv2.cvtColor(img, cv2.COLOR_BGR2HSV))  # three 1-channel LUTs beat one 3-channel LUT
+    hsv, planes = _hsv_buffers(img.shape)
+    cv2.cvtColor(img, cv2.COLOR_BGR2HSV, dst=hsv)
+    h, s, v = cv2.split(hsv, planes)  # three 1-channel LUTs beat one 3-channel LUT
     cv2.LUT(h, lut_h, dst=h)
     cv2.LUT(s, lut_s, dst=s)
     cv2.LUT(v, lut_v, dst=v)
-    cv2.cvtColor(cv2.merge((h, s, v)), cv2.COLOR_HSV2BGR, dst=img)
+    cv2.merge((h, s, v), hsv)
+    cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR, dst=img)
     return img
+
+
+_local = threading.local()
+
+
+def _hsv_buffers(shape: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per-thread scratch buffers (an HSV image and its three planes), reused while the size stays the same:
+    fresh memory costs page faults on every sample."""
+    key = shape[:2]
+    if getattr(_local, "key", None) != key:
+        _local.key = key
+        _local.hsv = np.empty((*key, 3), np.uint8)
+        _local.planes = [np.empty(key, np.uint8) for _ in range(3)]
+    return _local.hsv, _local.planes
 
 
 def hflip(img: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
