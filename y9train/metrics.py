@@ -186,7 +186,13 @@ def _mean_valid(x: np.ndarray) -> float:
 
 def _coco_precision(d_img, d_cls, d_score, d_xywh, g_img, g_cls, g_xywh, n_images, nc, max_det) -> np.ndarray:
     """Run faster-coco-eval; returns COCO's precision array ``ndarray[10, 101, nc, 4, 1]`` (-1 = undefined)."""
-    from faster_coco_eval import COCO, COCOeval_faster
+    try:
+        from faster_coco_eval import COCO, COCOeval_faster
+    except ImportError as exc:
+        raise ModuleNotFoundError(
+            "y9train.metrics needs the faster-coco-eval package, which is not installed; "
+            "install it with: pip install 'y9[train]'."
+        ) from exc
 
     images = [{"id": i + 1, "height": 1, "width": 1} for i in range(n_images)]
     cats = [{"id": c + 1, "name": str(c)} for c in range(nc)]

@@ -241,3 +241,15 @@ def test_no_labels_and_bad_labels():
         DetectionLoss(NC + 1)(maps, LABELS)
     with pytest.raises(ValueError, match="label_smoothing is 1.0"):
         DetectionLoss(NC, label_smoothing=1.0)(maps, LABELS)
+
+
+def test_low_precision_maps_give_the_float32_loss():
+    """Under AMP the head emits float16/bfloat16 maps: the loss upcasts, so it equals the float32 loss of the
+    same values, and gradients come back in the maps' dtype."""
+    maps = [m.to(torch.bfloat16).requires_grad_() for m in _maps(requires_grad=False)]
+    total, parts = DetectionLoss(NC)(maps, LABELS)
+    ref_total, ref_parts = DetectionLoss(NC)([m.detach().float() for m in maps], LABELS)
+    assert total.dtype == torch.float32
+    assert total.item() == pytest.approx(ref_total.item(), rel=1e-5)
+    total.backward()
+    assert maps[0].grad.dtype == torch.bfloat16 and torch.isfinite(maps[0].grad.float()).all()
