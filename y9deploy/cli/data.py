@@ -23,22 +23,19 @@ class LinkMode(str, Enum):
 
 
 def _print_stats(stats) -> None:
+    from rich.box import SIMPLE
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    counts = Table(title=f"{stats.data_yaml}")
-    for col in (
-        "split",
-        "images",
-        "label files",
-        "backgrounds",
-        "boxes",
-        "small",
-        "medium",
-        "large",
-        "skipped",
-    ):
+    counts = Table(
+        title=str(stats.data_yaml),
+        caption="labels: images with a label file; bg: background images (no box); small/medium/large: COCO "
+        "box areas in source pixels (< 32², < 96², larger); skipped: unreadable images left out",
+        box=SIMPLE,
+    )
+    columns = ("split", "images", "labels", "bg", "boxes", "small", "medium", "large", "skipped")
+    for col in columns:
         counts.add_column(col, justify="right" if col != "split" else "left")
     for s in stats.splits.values():
         counts.add_row(
