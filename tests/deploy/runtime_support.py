@@ -58,7 +58,7 @@ def tiny_net(nc: int = 3, seed: int = 0):
                 cy = (gy + 0.5 + torch.tanh(o[:, 1])) * s
                 bw = torch.sigmoid(o[:, 2]) * s * 6
                 bh = torch.sigmoid(o[:, 3]) * s * 6
-                cls = torch.sigmoid(o[:, 4:] * 3)
+                cls = torch.sigmoid(o[:, 4:] * 40)
                 level = torch.cat([cx[:, None], cy[:, None], bw[:, None], bh[:, None], cls], 1)
                 outs.append(level.reshape(b, 4 + self.nc, h * w))
             return torch.cat(outs, 2)
@@ -143,8 +143,10 @@ def reference_nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> list[int
     return keep
 
 
-def reference_letterbox(frame: np.ndarray, hw: tuple[int, int]) -> tuple[np.ndarray, float, tuple[int, int]]:
-    """cv2 resize + constant border; returns (image, scale, (left, top))."""
+def reference_letterbox(
+    frame: np.ndarray, hw: tuple[int, int]
+) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
+    """cv2 resize + constant border; returns (image, (resized_w, resized_h), (left, top))."""
     h0, w0 = frame.shape[:2]
     r = min(hw[0] / h0, hw[1] / w0)
     nw, nh = int(round(w0 * r)), int(round(h0 * r))
@@ -153,15 +155,17 @@ def reference_letterbox(frame: np.ndarray, hw: tuple[int, int]) -> tuple[np.ndar
     top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
     left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
     img = cv2.copyMakeBorder(img, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(114, 114, 114))
-    return img, r, (left, top)
+    return img, (nw, nh), (left, top)
 
 
 def reference_detect(session, frame: np.ndarray, hw: tuple[int, int], conf: float, iou: float):
     """The whole pipeline, slowly: letterbox, RGB/CHW/255, onnxruntime, per-class greedy NMS, boxes back.
 
+    Boxes go back to the frame through the resize actually applied (``x = (x' - left) * w / resized_w``), the
+    convention of ``y9deploy.preprocess.scale_boxes``.
     Returns (xyxy ndarray[N, 4] in frame pixels, scores ndarray[N], classes ndarray[N]) by descending score.
     """
-    img, r, (left, top) = reference_letterbox(frame, hw)
+    img, (nw, nh), (left, top) = reference_letterbox(frame, hw)
     x = img[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255
     pred = session.run(None, {"images": x})[0][0]  # [4+nc, A]
     boxes, scores, classes = [], [], []
@@ -182,8 +186,8 @@ def reference_detect(session, frame: np.ndarray, hw: tuple[int, int], conf: floa
     keep = sorted(keep, key=lambda i: -float(scores_a[i]))
     out = boxes_a[keep].copy()
     h0, w0 = frame.shape[:2]
-    out[:, [0, 2]] = ((out[:, [0, 2]] - left) / r).clip(0, w0)
-    out[:, [1, 3]] = ((out[:, [1, 3]] - top) / r).clip(0, h0)
+    out[:, [0, 2]] = ((out[:, [0, 2]] - left) * (w0 / nw)).clip(0, w0)
+    out[:, [1, 3]] = ((out[:, [1, 3]] - top) * (h0 / nh)).clip(0, h0)
     return out, scores_a[keep], classes_a[keep]
 
 

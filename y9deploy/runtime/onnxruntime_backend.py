@@ -135,8 +135,12 @@ class OnnxRuntimeBackend:
                 f"{where}: input {image.name} has shape {image.shape}; expected [B, 3, H, W] with a fixed H and W."
             )
         self.batch_range = (int(b), int(b)) if isinstance(b, int) and b > 0 else (1, MAX_DYNAMIC_BATCH)
-        self.extras = tuple(i.name for i in inputs if i.name in NMS_INPUTS)
-        self._extra_types = {i.name: _np_type(i.type, where) for i in inputs if i.name in NMS_INPUTS}
+        # NMS thresholds of an end2end model: graph inputs, or initializers a caller may override (their
+        # defaults baked in); onnxruntime lists the latter apart.
+        overridable = list(self.session.get_overridable_initializers())
+        nms = [i for i in inputs + overridable if i.name in NMS_INPUTS]
+        self.extras = tuple(i.name for i in nms)
+        self._extra_types = {i.name: _np_type(i.type, where) for i in nms}
         unknown = [i.name for i in inputs if i.name != self.input_name and i.name not in NMS_INPUTS]
         if unknown:
             raise ModelFileError(f"{where} has inputs {unknown} that a y9 model does not have.")

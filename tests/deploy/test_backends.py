@@ -1,0 +1,222 @@
+"""The backends behind the runtime protocol: ONNX Runtime and PyTorch on the CPU, on real y9 exports and the
+tiny test net; import without torch; the pure helpers they share."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, TEST_DATA
+from tests.deploy.runtime_support import export_tiny_onnx, letterboxed_batch, reestimate_bn
+from y9deploy.runtime.backend import Backend, batch_chunks, parse_device, parse_metadata
+
+IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return export_tiny_onnx(
+        tmp_path_factory.mktemp("tiny") / "tiny.onnx", imgsz=(96, 128), dynamic_batch=True
+    )
+
+
+@pytest.fixture(scope="module")
+def gelan_t(tmp_path_factory):
+    """A gelan-t y9 checkpoint (BatchNorm re-estimated on the two test images at 160) and its ONNX exports."""
+    pytest.importorskip("torch")
+    import torch
+
+    from y9deploy.export.onnx_export import export_onnx_report
+    from y9train.checkpoint import save_checkpoint
+    from y9train.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model("gelan-t", nc=5).eval()
+    reestimate_bn(model, [letterboxed_batch(IMAGES, 160)])
+    tmp = tmp_path_factory.mktemp("gelan_t")
+    pt = save_checkpoint(model, tmp / "gt.pt")
+    onnx = export_onnx_report(pt, tmp / "gt.onnx", imgsz=160, dynamic_batch=True, check=False).path
+    # conf=0.9 baked in: well above this model's scores, so results below it prove the Detector feeds its own
+    e2e = export_onnx_report(pt, tmp / "gt_e2e.onnx", imgsz=160, end2end=True, conf=0.9, check=False).path
+    fp16 = export_onnx_report(pt, tmp / "gt16.onnx", imgsz=160, half=True, check=False).path
+    return {"pt": pt, "onnx": onnx, "e2e": e2e, "fp16": fp16}
+
+
+def test_runtime_imports_and_runs_without_torch(tiny):
+    """A deployment box has numpy, OpenCV and onnxruntime, not torch: import every runtime module and predict."""
+    code = textwrap.dedent(f"""
+        import sys
+        class BlockTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ImportError("torch is blocked in this test")
+        sys.meta_path.insert(0, BlockTorch())
+        import cv2
+        import y9deploy.runtime, y9deploy.bench, y9deploy.doctor, y9deploy.detections, y9deploy.preprocess
+        import y9deploy.postprocess, y9deploy.nms
+        import y9deploy.runtime.onnxruntime_backend, y9deploy.runtime.torch_backend
+        import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
+        import y9deploy.runtime.gpu_postprocess, y9deploy.pipelines.batch_predict
+        from y9deploy import Detector
+        with Detector({str(tiny)!r}, conf=0.5) as det:
+            dets = det.predict(cv2.imread({str(IMAGES[0])!r}))
+        assert len(dets) > 0
+        from y9deploy.doctor import diagnose
+        assert diagnose().torch is None
+        assert "torch" not in sys.modules
+        print("ok", len(dets))
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.startswith("ok")
+
+
+def test_onnxruntime_backend_describes_and_runs(tiny, tmp_path):
+    import onnxruntime as ort
+
+    from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
+
+    b = OnnxRuntimeBackend(tiny, "cpu")
+    assert isinstance(b, Backend)
+    assert (b.name, b.device, b.input_name, b.input_hw) == ("onnxruntime", "cpu", "images", (96, 128))
+    assert b.input_dtype == np.float32 and b.batch_range[0] == 1 and b.batch_range[1] >= 64
+    assert not b.end2end and b.extras == ()
+    assert b.metadata["names"] == ["c0", "c1", "c2"] and b.metadata["stride"] == [8, 16, 32]
+    x = np.random.default_rng(0).random((3, 3, 96, 128), dtype=np.float32)
+    ref = ort.InferenceSession(str(tiny), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
+    np.testing.assert_array_equal(b.infer(x)["output0"], ref)
+    b.close()
+    static = OnnxRuntimeBackend(export_tiny_onnx(tmp_path / "b2.onnx", imgsz=(64, 64), batch=2), "cpu")
+    assert static.batch_range == (2, 2) and static.input_hw == (64, 64)
+
+
+def test_fp16_onnx_runs_and_agrees_with_fp32(gelan_t):
+    """An FP16 export (float16 input and output): the Detector feeds float16 and gets the fp32 model's boxes."""
+    from y9deploy import Detector
+
+    frame = cv2.imread(str(IMAGES[0]))
+    with Detector(gelan_t["fp16"]) as d16, Detector(gelan_t["onnx"]) as d32:
+        assert (
+            d16.backend.input_dtype == np.float16 and d16.info.half and d32.backend.input_dtype == np.float32
+        )
+        blob32, blob16 = d32._blob(1).copy(), d16._blob(1).copy()
+        from y9deploy.preprocess import prepare
+
+        prepare([frame], 160, out=blob32)
+        prepare([frame], 160, dtype=np.float16, out=blob16)
+        a = d16.backend.infer(blob16)["output0"]
+        b = d32.backend.infer(blob32)["output0"]
+        assert a.dtype == np.float16
+        assert np.abs(a[:, :4].astype(np.float32) - b[:, :4]).max() < 2.0  # px, fp16 rounding
+        conf = float(np.sort(b[0, 4:].max(0))[-30])
+        x, y = d16.predict(frame, conf=conf), d32.predict(frame, conf=conf)
+    assert len(x) > 0 and abs(len(x) - len(y)) <= max(2, len(y) // 5)
+    dist = np.abs(x.xyxy[:, None, :] - y.xyxy[None]).max(2).min(1)
+    assert np.median(dist) < 1.0
+
+
+def test_torch_and_onnxruntime_backends_agree(gelan_t):
+    """The same y9 model through TorchBackend (.pt) and OnnxRuntimeBackend (its export): raw outputs and
+    detections."""
+    from y9deploy import Detector
+    from y9deploy.preprocess import prepare
+
+    frames = [cv2.imread(str(p)) for p in IMAGES]
+    with Detector(gelan_t["pt"], imgsz=160, device="cpu") as dp, Detector(gelan_t["onnx"]) as do:
+        assert dp.backend.name == "torch" and dp.device == "cpu" and dp.backend.input_dtype == np.float32
+        assert dp.names == do.names and len(dp.names) == 5 and dp.imgsz == do.imgsz == (160, 160)
+        assert do.backend.batch_range[1] > 1  # exported with a dynamic batch
+        blob, _ = prepare(frames, 160)
+        a, b = dp.backend.infer(blob)["output0"], do.backend.infer(blob)["output0"]
+        assert a.shape == b.shape == (2, 9, 525)
+        # a random network is sensitive to float32 rounding: measured 0.09 px and 2e-5 here
+        assert np.abs(a[:, :4] - b[:, :4]).max() < 0.5 and np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-3
+        conf = float(min(np.sort(a[i, 4:].max(0))[-30] for i in range(2)))  # tens of candidates per image
+        for x, y in zip(dp.predict(frames, conf=conf), do.predict(frames, conf=conf)):
+            assert len(x) == len(y) > 0
+            np.testing.assert_allclose(x.xyxy, y.xyxy, atol=0.5)
+            np.testing.assert_array_equal(x.class_id, y.class_id)
+
+
+def test_end2end_model_runs_transparently(gelan_t):
+    """End-to-end ONNX (NMS in the graph, thresholds as inputs): the same detections as the raw model, also
+    with a conf below the one baked into the graph (the Detector feeds its thresholds)."""
+    from y9deploy import Detector
+
+    frames = [cv2.imread(str(p)) for p in IMAGES]
+    with Detector(gelan_t["e2e"]) as de, Detector(gelan_t["onnx"]) as do:
+        assert de.end2end and set(de.backend.extras) >= {"score_threshold", "iou_threshold"}
+        counts, low = {}, 0
+        for conf, max_det in ((0.95, 300), (0.5, 300), (0.25, 300), (0.25, 3)):
+            got, want = (
+                de.predict(frames, conf=conf, max_det=max_det),
+                do.predict(frames, conf=conf, max_det=max_det),
+            )
+            for x, y in zip(got, want):
+                assert len(x) == len(y)
+                np.testing.assert_allclose(x.xyxy, y.xyxy, atol=1e-3)
+                np.testing.assert_array_equal(x.class_id, y.class_id)
+            counts[(conf, max_det)] = sum(len(x) for x in got)
+            low += sum(int((x.confidence < 0.9).sum()) for x in got)
+        assert low > 0  # detections below the baked-in 0.9: the Detector's thresholds reached the graph
+        assert counts[(0.25, 3)] == 6
+        with pytest.raises(ValueError, match="agnostic"):
+            de.predict(frames[0], agnostic=True)
+
+
+def test_torch_backend_options(gelan_t):
+    from y9deploy.runtime.torch_backend import TorchBackend
+
+    with pytest.raises(ValueError, match="multiples"):
+        TorchBackend(gelan_t["pt"], "cpu", imgsz=100)
+    with pytest.raises(ValueError, match="half=True needs a CUDA"):
+        TorchBackend(gelan_t["pt"], "cpu", half=True)
+    b = TorchBackend(gelan_t["pt"], "cpu", imgsz=(96, 160))
+    assert b.input_hw == (96, 160) and not b.cuda_graph and b.metadata["half"] is False
+    out = b.infer(np.zeros((1, 3, 96, 160), np.float32))["output0"]
+    assert out.shape == (1, 9, 12 * 20 + 6 * 10 + 3 * 5)
+    with pytest.raises(ValueError, match="expected"):
+        b.infer(np.zeros((1, 3, 160, 160), np.float32))
+
+
+def test_parse_device():
+    assert parse_device(None) == ("auto", 0)
+    assert parse_device("cpu") == ("cpu", 0)
+    assert (
+        parse_device("cuda") == ("cuda", 0)
+        and parse_device("cuda:3") == ("cuda", 3)
+        and parse_device(1) == ("cuda", 1)
+    )
+    for bad in ("tpu", "cuda:x", True):
+        with pytest.raises(ValueError, match="device"):
+            parse_device(bad)
+
+
+def test_batch_chunks():
+    assert batch_chunks(5, (1, 256)) == [(0, 5, 5)]
+    assert batch_chunks(5, (1, 2)) == [(0, 2, 2), (2, 4, 2), (4, 5, 1)]
+    assert batch_chunks(3, (2, 2)) == [(0, 2, 2), (2, 3, 2)]  # static batch 2: the last call padded
+    assert batch_chunks(1, (4, 8)) == [(0, 1, 4)]
+    assert batch_chunks(0, (1, 8)) == []
+
+
+def test_parse_metadata():
+    props = {"names": json.dumps({"1": "b", "0": "a"}), "imgsz": "[64, 96]", "stride": "[8, 16, 32]",
+             "end2end": "1", "half": "1", "model": "m", "letterbox": json.dumps({"color": 0})}  # fmt: skip
+    info = parse_metadata(props, where="x.onnx", nc=2)
+    assert info.names == ["a", "b"] and info.imgsz == (64, 96) and info.end2end and info.half
+    assert info.letterbox == {"auto": False, "scaleup": True, "color": 0, "stride": 32}
+    assert parse_metadata({}, where="x.onnx", imgsz=(32, 32), nc=3).names == ["class0", "class1", "class2"]
+    with pytest.raises(ValueError, match="3 class names but the model outputs 2"):
+        parse_metadata({"names": '["a", "b", "c"]'}, where="x.onnx", imgsz=(32, 32), nc=2)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_metadata({"names": "[a"}, where="x.onnx", imgsz=(32, 32))
+    with pytest.raises(ValueError, match="input size"):
+        parse_metadata({}, where="x.onnx")
