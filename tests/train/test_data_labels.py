@@ -138,3 +138,13 @@ def test_real_dataset_counts_match_its_stats_file(shared, tmp_path):
         assert {cfg.names[i]: int(c) for i, c in enumerate(counts) if c} == stats[split]["per_class"]
         sizes = {f"{w}x{h}" for h, w in ls.shapes}
         assert sizes == set(stats[split]["image_sizes_top"])
+
+
+def test_y9_cache_dir_environment_variable_moves_caches(tmp_path, monkeypatch):
+    cfg = load_data_yaml(coco_pair_dataset(tmp_path / "ds"))
+    monkeypatch.setenv("Y9_CACHE_DIR", str(tmp_path / "env-cache"))
+    ls = load_labels(cfg.image_files("train"), 80)
+    assert (tmp_path / "env-cache") in ls.cache_path.parents and ls.cache_path.is_file()
+    assert not (tmp_path / "ds" / "labels" / "train.y9cache.npz").exists()
+    explicit = load_labels(cfg.image_files("train"), 80, cache_dir=tmp_path / "explicit")
+    assert (tmp_path / "explicit") in explicit.cache_path.parents  # an explicit cache_dir wins

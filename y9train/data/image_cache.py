@@ -6,7 +6,8 @@ Modes:
 - ``"ram"``: all resized images held in the main process, built before the loader starts; DataLoader
   workers are forked and share these pages copy-on-write (on platforms that spawn workers, each worker
   gets a copy);
-- ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir``), named by a
+- ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir`` /
+  ``$Y9_CACHE_DIR``), named by a
   hash of the image's path, size, mtime, ``imgsz`` and decode mode (a changed file gets a new entry), read back
   memory-mapped: a JPEG is decoded once ever, later runs and epochs only map pages.
 

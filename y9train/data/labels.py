@@ -6,7 +6,7 @@ is reported by path and skipped: the run continues without it (``LabelSet.skippe
 warning is logged). A label line that is wrong (column count, class >= nc, coordinates outside [0, 1]
 beyond ``LABEL_TOLERANCE``) stops the run with a ``DataError`` naming ``file:line``.
 
-The cache (``<labels folder>.y9cache.npz`` beside the labels, or under ``cache_dir``) stores the parsed
+The cache (``<labels folder>.y9cache.npz`` beside the labels, or under ``cache_dir`` / ``$Y9_CACHE_DIR``) stores the parsed
 labels and image shapes keyed by a hash of every image's and label file's path, size and mtime, so a second
 run skips decoding and parsing; any change to a file rebuilds it. It is an ``.npz`` without pickles.
 """

@@ -92,9 +92,7 @@ def _writable_dir(path: Path) -> bool:
 
 
 def user_cache_dir() -> Path:
-    """``$Y9_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/y9`` or ``~/.cache/y9``."""
-    if os.environ.get("Y9_CACHE_DIR"):
-        return Path(os.environ["Y9_CACHE_DIR"])
+    """``$XDG_CACHE_HOME/y9`` or ``~/.cache/y9``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "y9"
 
@@ -102,12 +100,14 @@ def user_cache_dir() -> Path:
 def cache_location(beside: Path, name: str, cache_dir: str | Path | None) -> Path:
     """Where a cache called ``name`` for the data in folder ``beside`` goes.
 
-    With ``cache_dir`` given: ``cache_dir / <hash of beside> / name``. Otherwise ``beside.parent / name``
-    when that folder is writable, else the user cache directory (``user_cache_dir()``), keyed the same way.
+    ``cache_dir`` (else ``$Y9_CACHE_DIR`` when set): ``<that folder> / <beside name>-<hash of beside> / name``.
+    Otherwise beside the data, ``beside.parent / name``, when that folder is writable (like the official
+    ``labels/train.cache``), else the user cache directory (``~/.cache/y9``), keyed the same way.
     """
     key = hashlib.sha1(str(beside.resolve()).encode()).hexdigest()[:12]
-    if cache_dir is not None:
-        return Path(cache_dir) / f"{beside.name}-{key}" / name
+    root = cache_dir if cache_dir is not None else os.environ.get("Y9_CACHE_DIR") or None
+    if root is not None:
+        return Path(root) / f"{beside.name}-{key}" / name
     if _writable_dir(beside.parent):
         return beside.parent / name
     return user_cache_dir() / f"{beside.name}-{key}" / name
