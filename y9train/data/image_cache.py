@@ -7,9 +7,9 @@ Modes:
   workers are forked and share these pages copy-on-write (on platforms that spawn workers, each worker
   gets a copy);
 - ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir`` /
-  ``$Y9_CACHE_DIR``), named by a
-  hash of the image's path, size, mtime, ``imgsz`` and decode mode (a changed file gets a new entry), read back
-  memory-mapped: a JPEG is decoded once ever, later runs and epochs only map pages.
+  ``$Y9_CACHE_DIR``), named by a hash of the image's path, size, mtime, ``imgsz`` and decode mode (a changed
+  file gets a new entry), read back memory-mapped and kept mapped per process: a JPEG is decoded once ever,
+  later runs and epochs only map pages.
 
 Training sets (``fast_decode``) decode JPEGs that shrink by 2x or more at 1/2, 1/4 or 1/8 size in libjpeg's
 DCT domain before the final resize: the same size, 2-4x less decoding, and area-like rather than aliased
