@@ -29,6 +29,17 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_dir_outside_shared(tmp_path_factory):
+    """Dataset caches (labels, images) go to a temporary folder, never beside ../shared's data."""
+    if "Y9_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["Y9_CACHE_DIR"] = str(tmp_path_factory.mktemp("y9cache"))
+    yield
+    os.environ.pop("Y9_CACHE_DIR", None)
+
+
 @pytest.fixture
 def shared():
     """``shared("fixtures", "official", "official_nms.npz") -> Path`` (skip/fail rules above)."""
