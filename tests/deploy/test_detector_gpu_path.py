@@ -1,0 +1,86 @@
+"""The Detector's GPU path, run on CPU tensors (the same torch code): batched decode + NMS against the host
+``postprocess`` (identical results), and the whole GpuPipeline with the torch backend against the host path."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from tests.conftest import TEST_DATA
+from y9deploy.postprocess import postprocess
+
+torch = pytest.importorskip("torch")
+from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
+
+
+def random_pred(rng, b, nc, a, ties=True):
+    p = np.zeros((b, 4 + nc, a), np.float32)
+    p[:, :2] = rng.uniform(0, 320, (b, 2, a))
+    p[:, 2:4] = rng.uniform(4, 80, (b, 2, a))
+    s = rng.uniform(0, 1, (b, nc, a))
+    p[:, 4:] = s.round(2) if ties else s  # rounded scores: many exact ties, the order must still agree
+    return p
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batched_equals_host_postprocess(seed):
+    rng = np.random.default_rng(seed)
+    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 700))
+    pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
+    kw = dict(conf=float(rng.choice([0.05, 0.3, 0.7])), iou=float(rng.choice([0.2, 0.45, 0.7])),
+              agnostic=bool(rng.integers(2)), max_det=int(rng.choice([3, 50, 300])))  # fmt: skip
+    if seed % 3 == 0:
+        kw["classes"] = [0, nc - 1]
+    if seed % 4 == 1:
+        kw["conf"] = list(rng.uniform(0.2, 0.8, nc))
+    want = postprocess(pred, **kw)
+    budget = int(
+        rng.choice([1 << 27, 4 * a * a, a * a // 4])
+    )  # one group, several groups, the per-image path
+    got = batched_postprocess_torch(torch.from_numpy(pred), **kw, budget=budget)
+    assert len(got) == b
+    for x, y in zip(got, want):
+        assert x.dtype == np.float32 and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+def test_batched_edge_cases():
+    rng = np.random.default_rng(0)
+    pred = random_pred(rng, 3, 4, 50)
+    assert [len(r) for r in batched_postprocess_torch(torch.from_numpy(pred), conf=1.0)] == [0, 0, 0]
+    pred[1, 4:] = 0  # one image without candidates among others
+    got = batched_postprocess_torch(torch.from_numpy(pred), conf=0.3)
+    assert len(got[1]) == 0 and len(got[0]) > 0
+    half = batched_postprocess_torch(torch.from_numpy(pred).half(), conf=0.3)
+    want = postprocess(pred.astype(np.float16), conf=0.3)
+    for x, y in zip(half, want):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="max_det"):
+        batched_postprocess_torch(torch.from_numpy(pred), max_det=0)
+    with pytest.raises(ValueError, match="shape"):
+        batched_postprocess_torch(torch.zeros(2, 4, 10))
+
+
+def test_gpu_pipeline_with_torch_backend_on_cpu(tmp_path):
+    """TorchBackend returns torch tensors to the GpuPipeline: batched post-processing on them gives the host
+    path's detections (CPU letterbox) or nearly (torch letterbox, within one grey level)."""
+    from y9deploy import Detector
+    from y9deploy.runtime.gpu_pipeline import GpuPipeline
+    from y9train.checkpoint import save_checkpoint
+    from y9train.models import build_model
+
+    torch.manual_seed(0)
+    pt = save_checkpoint(build_model("gelan-t", nc=3).eval(), tmp_path / "gt.pt")
+    frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
+    with Detector(pt, imgsz=128, device="cpu") as det:
+        raw = det.backend.infer(np.zeros((1, 3, 128, 128), np.float32))["output0"]
+        conf = float(np.sort(raw[0, 4:].max(0))[-40])
+        host = det.predict(frames, conf=conf)
+        det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
+        for a, b in zip(host, det.predict(frames, conf=conf)):
+            np.testing.assert_array_equal(a.xyxy, b.xyxy)
+            np.testing.assert_array_equal(a.class_id, b.class_id)
+        det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
+        for a, b in zip(host, det.predict(frames, conf=conf)):
+            assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
