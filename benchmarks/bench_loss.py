@@ -7,19 +7,21 @@ Usage (defaults: the VisDrone training setting, batch 64, 640 px, 110 boxes per 
 Boxes: ``visdrone`` draws log-normal sizes matching VisDrone train labels letterboxed to 640 (median about
 9 x 12 px, as measured on ../shared/datasets/visdrone); ``coco`` draws sides log-uniform in 8..600 px (many
 large boxes: the worst case for the number of (box, anchor) candidate pairs). Predictions are random maps
-``[B, 4 * 16 + nc, H, W]`` (float16 with --half, as under AMP). Peak memory: on CUDA the extra
-``torch.cuda.max_memory_allocated`` over what inputs already hold; on CPU the growth of the process' peak RSS
-during the measured steps (an upper bound of what the step itself needed, approximate).
+``[B, 4 * 16 + nc, H, W]`` (float16 with --half, as under AMP). Peak memory (one call, after a warm-up):
+on CUDA the extra ``torch.cuda.max_memory_allocated`` over what was allocated before the call (inputs, grads);
+on CPU the growth of the process' resident memory, sampled every 0.5 ms by a thread (approximate: the
+allocator may keep or return freed blocks).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
-import resource
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,18 +67,45 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _peak_start(device: torch.device) -> int:
+class _RssPeak:
+    """Peak resident memory of this process while active, sampled every 0.5 ms by a thread (CPU runs)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.base = self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+            time.sleep(0.0005)
+
+    def __enter__(self) -> _RssPeak:
+        gc.collect()
+        self.base = self.peak = self._proc.memory_info().rss
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _measure_peak(device: torch.device, fn) -> int:
+    """Extra bytes at the peak of ``fn()`` over what was allocated before it."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-        return torch.cuda.memory_allocated(device)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _peak_extra(device: torch.device, start: int) -> int:
-    if device.type == "cuda":
+        start = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
         return torch.cuda.max_memory_allocated(device) - start
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - start
+    with _RssPeak() as rss:
+        fn()
+    return rss.peak - rss.base
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -100,31 +129,36 @@ def run(args: argparse.Namespace) -> dict:
     r = _anchor_ranges(labels[:, 2:6], grid)
     pairs = int((r[2] * r[3]).sum())
 
+    preds = branches if args.dual else branches[0]
+
+    def loss_step():
+        for m in (m for br in branches for m in br):
+            m.grad = None
+        loss_fn(preds, labels)[0].backward()
+
+    loss_step()  # warm-up
+    assign_peak = _measure_peak(device, assign_once)
+    loss_peak = _measure_peak(device, loss_step)
+
     t_assign, t_fwd, t_bwd = [], [], []
-    start = _peak_start(device)
     for _ in range(args.iters):
         _sync(device)
         t0 = time.perf_counter()
         assign_once()
         _sync(device)
         t_assign.append(time.perf_counter() - t0)
-    assign_peak = _peak_extra(device, start)
-
-    loss_fn(branches if args.dual else branches[0], labels)[0].backward()  # warm-up
-    start = _peak_start(device)
     for _ in range(args.iters):
         for m in (m for br in branches for m in br):
             m.grad = None
         _sync(device)
         t0 = time.perf_counter()
-        total, _ = loss_fn(branches if args.dual else branches[0], labels)
+        total, _ = loss_fn(preds, labels)
         _sync(device)
         t1 = time.perf_counter()
         total.backward()
         _sync(device)
         t_fwd.append(t1 - t0)
         t_bwd.append(time.perf_counter() - t1)
-    loss_peak = _peak_extra(device, start)
 
     a = grid.num_anchors
     return {
@@ -140,8 +174,11 @@ def run(args: argparse.Namespace) -> dict:
         "candidate_pairs": pairs,
         "positives": len(asg),
         "assign_ms": 1e3 * statistics.median(t_assign),  # assigner alone (decode of candidates included)
+        "assign_min_ms": 1e3 * min(t_assign),
         "loss_forward_ms": 1e3 * statistics.median(t_fwd),  # everything: concat, assign, all terms, branches
+        "loss_forward_min_ms": 1e3 * min(t_fwd),
         "loss_backward_ms": 1e3 * statistics.median(t_bwd),
+        "loss_backward_min_ms": 1e3 * min(t_bwd),
         "assign_peak_extra_mb": assign_peak / 2**20,
         "loss_peak_extra_mb": loss_peak / 2**20,
         "dense_bga_float32_tensor_mb": args.batch * args.boxes * a * 4 / 2**20,
