@@ -44,7 +44,7 @@ def _problem(seed: int, batch: int = 3, imgsz: int = 128, nc: int = 4):
     return cls_logits, pred_boxes, grid, labels
 
 
-def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.0, eps=1e-9):
+def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.0, eps=1e-9, overlap="iou"):
     """The rule, literally: per image, per box, per anchor, in float64. Returns dense (fg, gt, score)."""
     batch, n_anchors, _ = cls_logits.shape
     pts = grid.pixel_points().double().numpy()
@@ -57,7 +57,15 @@ def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.
         iw = max(min(p[2], q[2]) - max(p[0], q[0]), 0.0)
         ih = max(min(p[3], q[3]) - max(p[1], q[1]), 0.0)
         inter = iw * ih
-        return inter / ((p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter + 1e-7)
+        if overlap == "iou":
+            return inter / ((p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter + 1e-7)
+        e = 1e-7  # CIoU (Zheng et al. 2020), clamped at 0
+        w1, h1, w2, h2 = p[2] - p[0], p[3] - p[1] + e, q[2] - q[0], q[3] - q[1] + e
+        o = inter / (w1 * h1 + w2 * h2 - inter + e)
+        c2 = (max(p[2], q[2]) - min(p[0], q[0])) ** 2 + (max(p[3], q[3]) - min(p[1], q[1])) ** 2 + e
+        rho2 = ((p[0] + p[2] - q[0] - q[2]) ** 2 + (p[1] + p[3] - q[1] - q[3]) ** 2) / 4
+        v = 4 / math.pi**2 * (math.atan(w2 / h2) - math.atan(w1 / h1)) ** 2
+        return max(o - rho2 / c2 - v * v / (v - o + 1 + e), 0.0)
 
     for b in range(batch):
         chosen: dict[int, list[tuple[int, float, float]]] = {}  # anchor -> [(box, iou, align)]
@@ -83,12 +91,14 @@ def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.
     return fg, gt_idx, score
 
 
-@pytest.mark.parametrize("seed,topk", [(0, 10), (1, 10), (2, 3), (3, 1)])
-def test_assigner_equals_reference(seed, topk):
+@pytest.mark.parametrize(
+    "seed,topk,overlap", [(0, 10, "iou"), (1, 10, "iou"), (2, 3, "iou"), (3, 1, "iou"), (5, 10, "ciou")]
+)
+def test_assigner_equals_reference(seed, topk, overlap):
     cls_logits, pred_boxes, grid, labels = _problem(seed)
-    asg = TaskAlignedAssigner(topk=topk)(cls_logits, pred_boxes, grid, labels)
+    asg = TaskAlignedAssigner(topk=topk, overlap=overlap)(cls_logits, pred_boxes, grid, labels)
     fg, gt, score = asg.dense(cls_logits.shape[0], grid.num_anchors)
-    ref_fg, ref_gt, ref_score = _reference(cls_logits, pred_boxes, grid, labels, topk=topk)
+    ref_fg, ref_gt, ref_score = _reference(cls_logits, pred_boxes, grid, labels, topk=topk, overlap=overlap)
     assert len(set(ref_gt[ref_fg].tolist())) > 4 and ref_fg.sum() > min(4 * topk, 20)  # not trivial
     assert np.array_equal(fg.numpy(), ref_fg)
     assert np.array_equal(gt.numpy(), ref_gt)
@@ -96,6 +106,9 @@ def test_assigner_equals_reference(seed, topk):
     # each box keeps at most topk anchors; target scores lie in [0, 1]
     assert torch.bincount(asg.gt_idx, minlength=len(labels)).max() <= topk
     assert float(asg.score.min()) >= 0 and float(asg.score.max()) <= 1
+    if overlap == "ciou":  # the option matters: plain IoU gives other target scores on the same input
+        other = TaskAlignedAssigner(topk=topk)(cls_logits, pred_boxes, grid, labels)
+        assert not torch.equal(other.dense(cls_logits.shape[0], grid.num_anchors)[2], score)
 
 
 def test_conflicts_and_boundaries_are_exercised():

@@ -4,7 +4,8 @@ The rule, step by step (each step is one function below):
 1. ``candidate_pairs``: the candidates of a box are the anchors whose centres lie strictly inside it.
 2. ``alignment``: for each (box, candidate) pair, ``align = score^alpha * IoU^beta`` with ``score`` the
    predicted probability (sigmoid) of the box's class at the anchor and ``IoU`` between the anchor's predicted
-   box and the ground-truth box (plain IoU, pixels).
+   box and the ground-truth box (pixels): plain IoU by default, or CIoU clamped at 0 with ``overlap="ciou"``
+   (what the official YOLOv9 assigner uses). The same overlap drives steps 4 and 5.
 3. ``select_topk``: each box keeps its ``topk`` candidates of highest ``align`` (ties: lowest anchor index),
    and only those with ``align > eps``.
 4. ``resolve_conflicts``: an anchor kept by several boxes goes to the one whose box has the highest IoU with
@@ -16,7 +17,8 @@ Differences from the official implementation, on purpose: it builds dense ``[bat
 tensors; this module only touches (box, candidate anchor) pairs (VisDrone boxes cover ~20 anchors of 8400),
 chunked so that at most ``max_pairs`` pairs live at once. The official top-k can also pick zero-metric
 candidates (they then carry a zero target score and no loss weight) and its conflict step can hand an anchor
-to a box that did not select it; here only selected boxes compete.
+to a box that did not select it (the highest overlap among all boxes of the image); here only selected
+boxes compete.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from y9train.loss.boxes import box_iou
+from y9train.loss.boxes import box_iou, ciou
 from y9train.loss.grid import AnchorGrid
 
 # Predicted boxes: dense Tensor[B, A, 4], or a decoder (image[K], anchor[K]) -> Tensor[K, 4] (pixels, xyxy).
@@ -128,8 +130,9 @@ def alignment(
     anchor: torch.Tensor,
     alpha: float,
     beta: float,
+    overlap: str = "iou",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step 2: ``(iou (Tensor[P]), align (Tensor[P]))`` of pairs, float32.
+    """Step 2: ``(iou (Tensor[P]), align (Tensor[P]))`` of pairs, float32 (``overlap``: "iou" or "ciou").
 
     Args:
         cls_logits (Tensor[B, A, nc]): class logits (any float dtype; a transposed view is fine).
@@ -140,7 +143,8 @@ def alignment(
     """
     img = labels[gt, 0].long()
     pred = pred_boxes(img, anchor) if callable(pred_boxes) else pred_boxes[img, anchor]
-    iou = box_iou(pred.float(), labels[gt, 2:6].float()).clamp(min=0)
+    fn = ciou if overlap == "ciou" else box_iou
+    iou = fn(pred.float(), labels[gt, 2:6].float()).clamp(min=0)
     score = torch.sigmoid(cls_logits[img, anchor, labels[gt, 1].long()].float())
     return iou, score.pow(alpha) * iou.pow(beta)
 
@@ -193,6 +197,7 @@ class TaskAlignedAssigner:
         alpha, beta: exponents of the class score and the IoU in the alignment metric (0.5, 6.0).
         eps: alignment threshold and normalisation guard (1e-9).
         max_pairs: at most this many (box, candidate) pairs are processed at once (boxes in chunks).
+        overlap: "iou" (default) or "ciou" (clamped at 0, as the official assigner).
     """
 
     def __init__(
@@ -202,8 +207,12 @@ class TaskAlignedAssigner:
         beta: float = 6.0,
         eps: float = 1e-9,
         max_pairs: int = 1 << 22,
+        overlap: str = "iou",
     ):
+        if overlap not in ("iou", "ciou"):
+            raise ValueError(f"overlap is {overlap!r}; expected 'iou' or 'ciou'.")
         self.topk, self.alpha, self.beta, self.eps, self.max_pairs = topk, alpha, beta, eps, max_pairs
+        self.overlap = overlap
 
     @torch.no_grad()
     def __call__(
@@ -227,7 +236,9 @@ class TaskAlignedAssigner:
             gt, anchor = candidate_pairs(ranges, grid, first, last)
             if gt.numel() == 0:
                 continue
-            iou, align = alignment(cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta)
+            iou, align = alignment(
+                cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta, self.overlap
+            )
             sel = select_topk(gt - first, align, last - first, self.topk, self.eps)
             kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))
         if not kept:

@@ -41,6 +41,7 @@ class DetectionLoss:
         label_smoothing: ``eps`` of the class targets (an attribute the trainer may change between steps).
         aux_weight: weight of the auxiliary branch of dual models (0.25); the main branch weighs 1.0.
         topk, alpha, beta: task-aligned assigner settings (10, 0.5, 6.0).
+        assigner_overlap: "iou" (default) or "ciou" (the official assigner's choice) in the alignment metric.
         max_pairs: memory bound of the assigner (box, candidate) pairs processed at once.
     """
 
@@ -59,6 +60,7 @@ class DetectionLoss:
         alpha: float = 0.5,
         beta: float = 6.0,
         max_pairs: int = 1 << 22,
+        assigner_overlap: str = "iou",
     ):
         if nc < 1:
             raise ValueError(f"nc is {nc}; expected at least one class.")
@@ -66,7 +68,7 @@ class DetectionLoss:
         self.gains = (float(box_gain), float(cls_gain), float(dfl_gain))
         self.label_smoothing = float(label_smoothing)
         self.aux_weight = float(aux_weight)
-        self.assigner = TaskAlignedAssigner(topk, alpha, beta, max_pairs=max_pairs)
+        self.assigner = TaskAlignedAssigner(topk, alpha, beta, max_pairs=max_pairs, overlap=assigner_overlap)
         self._grids: dict[tuple, AnchorGrid] = {}
 
     @classmethod
