@@ -41,7 +41,8 @@ class DetectionLoss:
         label_smoothing: ``eps`` of the class targets (an attribute the trainer may change between steps).
         aux_weight: weight of the auxiliary branch of dual models (0.25); the main branch weighs 1.0.
         topk, alpha, beta: task-aligned assigner settings (10, 0.5, 6.0).
-        assigner_overlap: "iou" (default) or "ciou" (the official assigner's choice) in the alignment metric.
+        assigner_overlap: "ciou" (default, as the official YOLOv9 assigner: CIoU clamped at 0) or "iou" in the
+            alignment metric.
         max_pairs: memory bound of the assigner (box, candidate) pairs processed at once.
     """
 
@@ -60,7 +61,7 @@ class DetectionLoss:
         alpha: float = 0.5,
         beta: float = 6.0,
         max_pairs: int = 1 << 22,
-        assigner_overlap: str = "iou",
+        assigner_overlap: str = "ciou",
     ):
         if nc < 1:
             raise ValueError(f"nc is {nc}; expected at least one class.")
