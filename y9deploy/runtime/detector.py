@@ -287,17 +287,10 @@ def host_rows(outputs: dict[str, Any], n: int, opts: PredictOptions, *, end2end:
 
 
 def to_detections(rows: np.ndarray, info: Any, names: list[str]) -> Any:
-    """(N, 6) rows in input pixels + the frame's LetterboxInfo -> Detections in frame pixels."""
-    from y9deploy.detections import Detections
-    from y9deploy.preprocess import scale_boxes
+    """(N, 6) rows in input pixels + the frame's LetterboxInfo -> Detections in frame pixels (clipped)."""
+    from y9deploy.postprocess import to_detections as rows_to_detections
 
-    boxes = scale_boxes(rows[:, :4], info) if len(rows) else np.zeros((0, 4), np.float32)
-    return Detections(
-        xyxy=np.ascontiguousarray(boxes, dtype=np.float32),
-        confidence=np.ascontiguousarray(rows[:, 4], dtype=np.float32),
-        class_id=rows[:, 5].astype(np.int64),
-        names=names,
-    )
+    return rows_to_detections(rows, info, names)
 
 
 def _maybe_torch_stream(path: Path, device: Any) -> Any:

@@ -1,0 +1,321 @@
+"""Detector + benchmark on an NVIDIA GPU: the PyTorch and onnxruntime-gpu backends, 1080p frames -> Detections.
+
+    PYTHONPATH=. python benchmarks/bench_detector_gpu.py --out "$OUT"          # the H200 run (defaults below)
+    PYTHONPATH=. python benchmarks/bench_detector_gpu.py --device cpu --model gelan-t --imgsz 160 \
+        --batches 1,2 --iters 3 --warmup 1 --no-half --out /tmp/smoke                # a CPU smoke test
+
+Needs only this repository (y9deploy, y9train), torch, onnx, onnxconverter-common (FP16 ONNX) and, for the
+onnxruntime rows, onnxruntime-gpu; optional inputs are passed as arguments (--checkpoint, --frames).
+
+What it does:
+1. a yolov9-s (``--model``) with fixture-like random weights (the rule of ../shared/fixtures/official/README.md:
+   per-tensor PCG64(crc32(key)) draws; DFL weights fixed), its BatchNorm statistics re-estimated on letterboxed
+   frames (train-mode passes, momentum=None), saved as a y9 checkpoint; or ``--checkpoint``;
+2. an FP16 ONNX export with a dynamic batch (one file for every batch size);
+3. a confidence threshold picked so that ~``--candidates`` anchors per frame pass it (a trained model on a busy
+   scene: a few hundred), so NMS does realistic work on random weights;
+4. ``y9deploy.benchmark`` for: torch FP16 + CUDA graphs + GPU pre-processing (batches ``--batches``); the same
+   eager (no CUDA graph) at batch 1; torch with CPU letterboxing at the largest batch; onnxruntime-gpu FP16
+   (GPU pre-processing); torch at batch 1 with 30 ms idle gaps (camera loop);
+5. the network alone (``backend.infer`` on a device tensor, CUDA events) for both backends at batch 1 and max;
+6. torch vs onnxruntime detections on a few frames (counts, matched box distance).
+Every step runs in its own try/except: a failure is recorded in summary.json and the run goes on.
+Writes ``bench_<name>.json`` (y9 benchmark JSON, comparable with ``y9 benchmark --compare``) and
+``summary.json`` under ``--out``, and prints a short table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def fixture_like_weights(model) -> None:
+    """Fill ``model`` in place by the fixture rule (conv He-normal, conv bias N(0, 0.1), BN weight U(0.2, 0.5),
+    BN bias N(0, 0.1); BN statistics reset; the DFL's fixed weights kept)."""
+    import torch
+    from torch import nn
+
+    kinds = {}
+    for mname, m in model.named_modules():
+        if isinstance(m, nn.Conv2d):
+            if not m.weight.requires_grad:  # the DFL's fixed arange(16) conv
+                continue
+            kinds[f"{mname}.weight"] = "conv_weight"
+            if m.bias is not None:
+                kinds[f"{mname}.bias"] = "conv_bias"
+        elif isinstance(m, nn.modules.batchnorm._BatchNorm):
+            kinds[f"{mname}.weight"], kinds[f"{mname}.bias"] = "bn_weight", "bn_bias"
+    state = model.state_dict()
+    with torch.no_grad():
+        for key, kind in kinds.items():
+            t = state[key]
+            rng = np.random.Generator(np.random.PCG64(zlib.crc32(key.encode())))
+            shape = tuple(t.shape)
+            if kind == "conv_weight":
+                v = rng.standard_normal(shape) * np.sqrt(2 / np.prod(shape[1:]))
+            elif kind in ("conv_bias", "bn_bias"):
+                v = rng.normal(0, 0.1, shape)
+            else:
+                v = rng.uniform(0.2, 0.5, shape)
+            t.copy_(torch.from_numpy(v.astype(np.float32)))
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+
+
+def reestimate_bn(model, blobs, device) -> None:
+    """Running statistics from train-mode passes over real-looking letterboxed frames (momentum=None)."""
+    import torch
+    from torch import nn
+
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+    model.to(device).train()
+    with torch.no_grad():
+        for b in blobs:
+            model(torch.from_numpy(b).to(device))
+    model.eval().cpu()
+    for m in bns:
+        m.momentum = 0.03
+
+
+def load_frames(args) -> list[np.ndarray]:
+    from y9deploy.bench import synthetic_frame
+    from y9deploy.runtime.detector import read_image
+
+    if args.frames:
+        paths = []
+        for p in args.frames:
+            p = Path(p)
+            paths += (
+                sorted(q for q in p.iterdir() if q.suffix.lower() in (".jpg", ".jpeg", ".png"))
+                if p.is_dir()
+                else [p]
+            )
+        import cv2
+
+        h, w = args.frame_hw
+        return [cv2.resize(read_image(p), (w, h)) for p in paths[:16]]
+    return [synthetic_frame(*args.frame_hw, seed=s) for s in range(16)]
+
+
+def pick_conf(det, frames, candidates: int) -> float:
+    """The score that ``candidates`` anchors per frame exceed (median over frames)."""
+    from y9deploy.preprocess import prepare
+
+    blob, _ = prepare(frames[:8], det.imgsz, dtype=det.backend.input_dtype)
+    out = det.backend.infer(blob if det._gpu is None else _to_device(blob, det))["output0"]
+    out = out.float().cpu().numpy() if hasattr(out, "cpu") else np.asarray(out, np.float32)
+    best = np.sort(out[:, 4:].max(1), axis=1)[:, ::-1]
+    return float(np.median(best[:, min(candidates, best.shape[1] - 1)]))
+
+
+def _to_device(blob, det):
+    import torch
+
+    return torch.from_numpy(blob).to(det.device)
+
+
+def network_only(det, batch: int, iters: int) -> dict:
+    """img/s and ms per call of backend.infer alone on a device tensor (CUDA events) or host array (CPU)."""
+    import torch
+
+    h, w = det.imgsz
+    dtype = torch.float16 if det.backend.input_dtype == np.float16 else torch.float32
+    cuda = det.device.startswith("cuda")
+    x = (
+        torch.rand((batch, 3, h, w), device=det.device).to(dtype)
+        if cuda
+        else np.random.rand(batch, 3, h, w).astype(det.backend.input_dtype)
+    )
+    for _ in range(5):
+        det.backend.infer(x)
+    if cuda:
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            det.backend.infer(x)
+        end.record()
+        end.synchronize()
+        ms = start.elapsed_time(end) / iters
+    else:
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            det.backend.infer(x)
+        ms = (time.perf_counter() - t0) * 1000 / iters
+    return {"batch": batch, "ms_per_call": ms, "img_per_s": batch * 1000.0 / ms}
+
+
+def compare_detections(a_list, b_list) -> dict:
+    counts, dist = [], []
+    for a, b in zip(a_list, b_list):
+        counts.append([len(a), len(b)])
+        if len(a) and len(b):
+            d = np.abs(a.xyxy[:, None, :] - b.xyxy[None]).max(2).min(1)
+            dist.append(float(np.median(d)))
+    return {"counts_torch_vs_ort": counts, "median_matched_box_px": dist}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
+    ap.add_argument("--model", default="yolov9-s")
+    ap.add_argument("--checkpoint", type=Path, default=None, help="use this .pt instead of random weights")
+    ap.add_argument("--frames", nargs="*", default=None, help="images or folders (resized to --frame)")
+    ap.add_argument("--frame", default="1080x1920", help="frame size HxW")
+    ap.add_argument("--imgsz", type=int, default=640)
+    ap.add_argument("--batches", default="1,32,64")
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--candidates", type=int, default=500)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--no-half", action="store_true")
+    ap.add_argument(
+        "--skip", default="", help="comma-separated steps to skip: torch,eager,cpu-pre,ort,idle,net,agree"
+    )
+    args = ap.parse_args()
+    args.frame_hw = tuple(int(v) for v in args.frame.lower().split("x"))
+    batches = [int(b) for b in args.batches.split(",")]
+    skip = set(filter(None, args.skip.split(",")))
+    args.out.mkdir(parents=True, exist_ok=True)
+    half = not args.no_half
+    summary: dict = {"args": {k: str(v) for k, v in vars(args).items()}, "errors": {}, "runs": {}}
+
+    def step(name, fn):
+        if name in skip:
+            return None
+        t0 = time.perf_counter()
+        try:
+            value = fn()
+            print(f"[{name}] done in {time.perf_counter() - t0:.1f} s", flush=True)
+            return value
+        except Exception as exc:  # noqa: BLE001 - one failed configuration must not end the run
+            summary["errors"][name] = f"{type(exc).__name__}: {exc}"
+            print(f"[{name}] FAILED: {type(exc).__name__}: {exc}\n{traceback.format_exc()}", flush=True)
+            return None
+
+    import torch
+
+    try:
+        import onnxruntime
+
+        onnxruntime.preload_dlls()  # CUDA/cuDNN from the nvidia-* wheels torch uses (onnxruntime >= 1.21)
+    except Exception as exc:  # noqa: BLE001
+        print(f"onnxruntime preload: {exc}")
+    from y9deploy import Detector
+    from y9deploy.bench import benchmark
+    from y9deploy.doctor import diagnose, report_dict
+
+    report = diagnose()
+    summary["doctor"] = report_dict(report)
+    print(report.summary, [f"{g.name} {g.compute_capability}" for g in report.gpus], flush=True)
+    frames = load_frames(args)
+
+    def make_checkpoint() -> Path:
+        from y9deploy.preprocess import prepare
+        from y9train.checkpoint import save_checkpoint
+        from y9train.models import build_model
+
+        if args.checkpoint:
+            return args.checkpoint
+        model = build_model(args.model)
+        fixture_like_weights(model)
+        blob, _ = prepare(frames, args.imgsz)
+        reestimate_bn(model, [blob[:8], blob[8:]], args.device)
+        return save_checkpoint(model, args.out / f"{args.model}.pt")
+
+    pt = step("checkpoint", make_checkpoint)
+    if pt is None:
+        print(json.dumps(summary["errors"], indent=2))
+        return 1
+
+    def export() -> Path:
+        from y9deploy.export.onnx_export import export_onnx_report
+
+        res = export_onnx_report(pt, args.out / f"{args.model}{'-fp16' if half else ''}.onnx", imgsz=args.imgsz,
+                                 half=half, dynamic_batch=True, check=False)  # fmt: skip
+        summary["export"] = {"path": str(res.path), "seconds": res.seconds, "notes": res.notes}
+        return res.path
+
+    onnx_path = step("export", export) if "ort" not in skip else None
+    dev = args.device
+    kw_torch = dict(device=dev, half=half if dev.startswith("cuda") else False, imgsz=args.imgsz)
+
+    def calibrate() -> float:
+        with Detector(pt, **kw_torch) as det:
+            return pick_conf(det, frames, args.candidates)
+
+    conf = step("conf", calibrate) or 0.25
+    summary["conf"] = conf
+    print(f"conf {conf:.4f} (~{args.candidates} candidates per frame)", flush=True)
+    common = dict(iters=args.iters, warmup=args.warmup, frames=frames, conf=conf)
+
+    def run(name, path, sizes, **kw):
+        res = benchmark(path, batch_sizes=sizes, **common, **kw)
+        res.save(args.out / f"bench_{name}.json")
+        summary["runs"][name] = res.to_dict()["cases"]
+        return res
+
+    step("torch", lambda: run("torch", pt, batches, **kw_torch))
+    step("eager", lambda: run("torch_eager", pt, [batches[0]], cuda_graph=False, **kw_torch))
+    step("cpu-pre", lambda: run("torch_cpu_pre", pt, [max(batches)], preprocess="cpu", **kw_torch))
+    if onnx_path is not None:
+        step("ort", lambda: run("onnxruntime", onnx_path, batches, device=dev))
+    step("idle", lambda: run("torch_idle30", pt, [1], idle_ms=30.0, **kw_torch))
+
+    def net():
+        out = {}
+        with Detector(pt, **kw_torch) as det:
+            out["torch"] = [network_only(det, b, 50) for b in (1, max(batches))]
+        if onnx_path is not None:
+            with Detector(onnx_path, device=dev) as det:
+                out["onnxruntime"] = [network_only(det, b, 50) for b in (1, max(batches))]
+        summary["network_only"] = out
+
+    step("net", net)
+
+    def agree():
+        with Detector(pt, conf=conf, **kw_torch) as a, Detector(onnx_path, conf=conf, device=dev) as b:
+            summary["agreement"] = compare_detections(a.predict(frames[:4]), b.predict(frames[:4]))
+
+    if onnx_path is not None:
+        step("agree", agree)
+    summary["torch_cuda"] = {"version": torch.__version__, "cuda": torch.version.cuda}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+
+    print(f"\n{'run':<16}{'backend':<13}{'batch':>6}{'pre p50':>9}{'infer p50':>10}{'post p50':>9}"
+          f"{'e2e p50':>9}{'e2e p99':>9}{'img/s':>9}")  # fmt: skip
+    for name, cases in summary["runs"].items():
+        for c in cases:
+            s = c["stages"]
+            print(f"{name:<16}{c['backend']:<13}{c['batch']:>6}{s['pre']['p50']:>9.2f}{s['infer']['p50']:>10.2f}"
+                  f"{s['post']['p50']:>9.2f}{s['e2e']['p50']:>9.2f}{s['e2e']['p99']:>9.2f}{c['img_per_s']:>9.0f}")  # fmt: skip
+    for backend, rows in summary.get("network_only", {}).items():
+        for r in rows:
+            print(
+                f"network only    {backend:<13}{r['batch']:>6}{'':>28}{r['ms_per_call']:>9.2f}{'':>9}{r['img_per_s']:>9.0f}"
+            )
+    if summary.get("agreement"):
+        print("torch vs onnxruntime:", json.dumps(summary["agreement"]))
+    if summary["errors"]:
+        print("errors:", json.dumps(summary["errors"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
