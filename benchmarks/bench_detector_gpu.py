@@ -16,7 +16,8 @@ What it does:
    scene: a few hundred), so NMS does realistic work on random weights;
 4. ``y9deploy.benchmark`` for: torch FP16 + CUDA graphs + GPU pre-processing (batches ``--batches``); the same
    eager (no CUDA graph) at batch 1; torch with CPU letterboxing at the largest batch; onnxruntime-gpu FP16
-   (GPU pre-processing); torch at batch 1 with 30 ms idle gaps (camera loop);
+   (GPU pre-processing); torch at batch 1 with 30 ms idle gaps (camera loop); with ``--compile`` also
+   torch.compile'd torch (inductor kernels, then CUDA graphs) at the smallest and largest batch;
 5. the network alone (``backend.infer`` on a device tensor, CUDA events) for both backends at batch 1 and max;
 6. torch vs onnxruntime detections on a few frames (counts, matched box distance).
 Every step runs in its own try/except: a failure is recorded in summary.json and the run goes on.
@@ -186,6 +187,9 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--no-half", action="store_true")
     ap.add_argument(
+        "--compile", action="store_true", help="also torch.compile (inductor) at batch 1 and max (minutes)"
+    )
+    ap.add_argument(
         "--skip", default="", help="comma-separated steps to skip: torch,eager,cpu-pre,ort,idle,net,agree"
     )
     args = ap.parse_args()
@@ -277,6 +281,11 @@ def main() -> int:
     if onnx_path is not None:
         step("ort", lambda: run("onnxruntime", onnx_path, batches, device=dev))
     step("idle", lambda: run("torch_idle30", pt, [1], idle_ms=30.0, **kw_torch))
+    if args.compile:
+        step(
+            "compiled",
+            lambda: run("torch_compiled", pt, [batches[0], max(batches)], compile=True, **kw_torch),
+        )
 
     def net():
         out = {}

@@ -84,3 +84,21 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(tmp_path):
         det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
         for a, b in zip(host, det.predict(frames, conf=conf)):
             assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
+        same = [frames[0], np.ascontiguousarray(frames[0][::-1])]  # same size: the one-pass batch letterbox
+        for a, b in zip(det.predict(same, conf=conf), [det.predict(f, conf=conf) for f in same]):
+            np.testing.assert_array_equal(a.xyxy, b.xyxy)  # batch of 2 == two single calls (per-frame path)
+
+
+@pytest.mark.parametrize(
+    "hw,imgsz", [((1080, 1920), (640, 640)), ((300, 301), (96, 128)), ((64, 64), (64, 64))]
+)
+def test_letterbox_batch_equals_per_frame_prepare_torch(hw, imgsz):
+    """The Detector's one-pass letterbox of a same-size batch gives gpu_ops.prepare_torch's values exactly."""
+    from y9deploy.gpu_ops import prepare_torch
+    from y9deploy.runtime.gpu_pipeline import letterbox_batch
+
+    frames = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (3, *hw, 3), dtype=np.uint8))
+    for dtype in (torch.float16, torch.float32):
+        want, want_info = prepare_torch(frames, imgsz, dtype=dtype, color=(10, 20, 30))
+        got, got_info = letterbox_batch(frames, imgsz, dtype=dtype, color=(10, 20, 30))
+        assert got.dtype == dtype and torch.equal(got, want) and got_info == want_info

@@ -76,6 +76,7 @@ class Detector:
         preprocess: where letterboxing runs on a CUDA backend with torch installed: "auto" or "gpu" (on the
             GPU), "cpu" (OpenCV threads, then upload; decode + NMS still on the GPU). Without torch or CUDA
             everything runs on the host.
+        compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class Detector:
         half: bool | None = None,
         cuda_graph: bool = True,
         preprocess: str = "auto",
+        compile: bool = False,
     ) -> None:
         if preprocess not in ("auto", "gpu", "cpu"):
             raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'gpu' or 'cpu'.")
@@ -110,6 +112,7 @@ class Detector:
             half=half,
             cuda_graph=cuda_graph,
             stream=None if stream is None else int(stream.cuda_stream),
+            compile=compile,
         )
         self._closed = False
         self.info = self.backend.info

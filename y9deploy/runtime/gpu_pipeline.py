@@ -70,8 +70,10 @@ class GpuPipeline:
         self.pre_on_gpu = pre_on_gpu
         self._staging: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._host_blob: Any = None
-        n = workers or min(8, os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(n, thread_name_prefix="y9-pre") if not pre_on_gpu and n > 1 else None
+        self.workers = workers or min(8, os.cpu_count() or 1)
+        self._pool = (
+            ThreadPoolExecutor(self.workers, thread_name_prefix="y9-pre") if self.workers > 1 else None
+        )
 
     def close(self) -> None:
         if self._pool is not None:
@@ -116,29 +118,44 @@ class GpuPipeline:
         return buf
 
     def _upload(self, frames: list[np.ndarray]) -> Any:
-        """frames -> a uint8 device tensor [B, H, W, 3] (same sizes) or a list of [H, W, 3] tensors."""
+        """Same-size frames -> a uint8 device tensor [B, H, W, 3] (else a list of [H, W, 3] tensors).
+
+        The frames are copied into a reused pinned buffer by the thread pool (numpy releases the GIL) in up to
+        four chunks; each chunk's transfer starts as soon as it is copied, overlapping the next chunk's copy.
+        """
         torch = self._torch
-        shapes = {f.shape for f in frames}
-        if len(shapes) == 1:
-            staging = self._pinned((len(frames), *frames[0].shape), torch.uint8)
-            host = staging.numpy()
+        if len({f.shape for f in frames}) != 1:
+            return [
+                torch.from_numpy(np.ascontiguousarray(f)).to(self.device, non_blocking=True) for f in frames
+            ]
+        n = len(frames)
+        staging = self._pinned((n, *frames[0].shape), torch.uint8)
+        host = staging.numpy()
+        if not self.cuda:
             for k, f in enumerate(frames):
                 np.copyto(host[k], f)
-            return staging.to(self.device, non_blocking=True)
-        return [torch.from_numpy(np.ascontiguousarray(f)).to(self.device, non_blocking=True) for f in frames]
+            return staging
+        dev = torch.empty(staging.shape, dtype=torch.uint8, device=self.device)
+        step = max(1, -(-n // 4))
+        for a in range(0, n, step):
+            b = min(a + step, n)
+            if self._pool is None or b - a == 1:
+                for k in range(a, b):
+                    np.copyto(host[k], frames[k])
+            else:
+                list(self._pool.map(lambda k: np.copyto(host[k], frames[k]), range(a, b)))
+            dev[a:b].copy_(staging[a:b], non_blocking=True)
+        return dev
 
     def _pre_gpu(self, frames: list[np.ndarray]) -> tuple[Any, list[Any]]:
-        from y9deploy.gpu_ops import prepare_torch
-
         lb = self.info.letterbox
-        return prepare_torch(
-            self._upload(frames),
-            self.imgsz,
-            dtype=self.dtype,
-            scaleup=bool(lb.get("scaleup", True)),
-            stride=int(lb.get("stride", 32)),
-            color=lb.get("color", 114),
-        )
+        kwargs = dict(scaleup=bool(lb.get("scaleup", True)), stride=int(lb.get("stride", 32)))
+        uploaded = self._upload(frames)
+        if isinstance(uploaded, list) or len(frames) == 1:
+            from y9deploy.gpu_ops import prepare_torch
+
+            return prepare_torch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
+        return letterbox_batch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
 
     def _pre_cpu(self, frames: list[np.ndarray], padded: int) -> tuple[Any, list[Any]]:
         from y9deploy.preprocess import prepare
@@ -157,7 +174,7 @@ class GpuPipeline:
         if self._pool is None or n == 1:
             _, infos = prepare(frames, self.imgsz, out=host[:n], **kwargs)
         else:
-            step = -(-n // self._pool._max_workers)
+            step = -(-n // self.workers)
             parts = [(s, min(s + step, n)) for s in range(0, n, step)]
             futures = [
                 self._pool.submit(prepare, frames[a:b], self.imgsz, out=host[a:b], **kwargs) for a, b in parts
@@ -186,6 +203,47 @@ class GpuPipeline:
             max_det=opts.max_det,
             classes=opts.classes,
         )
+
+
+def letterbox_batch(
+    frames: Any,
+    imgsz: tuple[int, int],
+    *,
+    dtype: Any,
+    scaleup: bool = True,
+    stride: int = 32,
+    color: Any = 114,
+) -> tuple[Any, list[Any]]:
+    """``gpu_ops.prepare_torch`` for a batch of same-size frames in one pass (a handful of kernels for the whole
+    batch instead of a handful per frame): the same operations on a [B, ...] tensor, so the same values.
+
+    Args:
+        frames (Tensor[B, H, W, 3] uint8 BGR) on the device.
+    Returns:
+        ``(blob Tensor[B, 3, h, w] RGB 0..1 of dtype, [LetterboxInfo] * B)``.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from y9deploy.preprocess import _fill_value, letterbox_info
+
+    b, h0, w0, _ = frames.shape
+    info = letterbox_info((int(h0), int(w0)), imgsz, scaleup=scaleup, stride=stride)
+    (rw, rh), (left, top) = info.resized_wh, info.offset
+    oh, ow = info.out_hw
+    if min(rw, rh) < 1:
+        raise ValueError(f"frames of shape {(int(h0), int(w0))} are too thin to letterbox into {(oh, ow)}.")
+    fill = _fill_value(color)
+    x = frames.permute(0, 3, 1, 2).flip(1).float()  # [B, 3, H, W] RGB 0..255
+    if (rh, rw) != (int(h0), int(w0)):
+        x = F.interpolate(x, size=(rh, rw), mode="bilinear", align_corners=False, antialias=False)
+        x = x.add_(0.5).floor_().clamp_(0, 255)  # whole grey levels, rounded half up like cv2
+    blob = torch.empty((int(b), 3, oh, ow), dtype=dtype, device=frames.device)
+    if (rh, rw) != (oh, ow):
+        pad = torch.tensor([fill[2], fill[1], fill[0]], dtype=torch.float32, device=frames.device).div_(255)
+        blob[:] = pad.to(dtype)[None, :, None, None]
+    blob[:, :, top : top + rh, left : left + rw] = x.div_(255)
+    return blob, [info] * int(b)
 
 
 class _nullcontext:

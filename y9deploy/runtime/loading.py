@@ -36,6 +36,7 @@ def open_backend(
     cuda_graph: bool = True,
     stream: int | None = None,
     threads: int | None = None,
+    compile: bool = False,
 ) -> Backend:
     """Open ``path`` with the backend its suffix names.
 
@@ -47,6 +48,7 @@ def open_backend(
         cuda_graph: CUDA graph replay (torch, TensorRT).
         stream: a CUDA stream handle for ONNX Runtime to run on.
         threads: CPU threads for ONNX Runtime.
+        compile: ``torch.compile`` a ``.pt`` model (CUDA only; other suffixes: ValueError).
     Raises:
         FileNotFoundError, ModelFileError, EngineMismatchError, BackendUnavailableError, ValueError.
     """
@@ -57,11 +59,18 @@ def open_backend(
     if not path.is_file():
         raise FileNotFoundError(f"model path {path} is a directory, not a model file.")
     backend: Any
+    if compile and kind != "torch":
+        raise ValueError(f"compile=True applies to .pt checkpoints (torch.compile); {path.name} is not one.")
     if kind == "torch":
         from y9deploy.runtime.torch_backend import TorchBackend
 
         backend = TorchBackend(
-            path, device, imgsz=640 if imgsz is None else imgsz, half=half, cuda_graph=cuda_graph
+            path,
+            device,
+            imgsz=640 if imgsz is None else imgsz,
+            half=half,
+            cuda_graph=cuda_graph,
+            compile=compile,
         )
     elif kind == "onnxruntime":
         from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend

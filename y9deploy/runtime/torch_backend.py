@@ -75,6 +75,8 @@ class TorchBackend:
         half: FP16 weights and inputs (default: True on CUDA, False on CPU).
         cuda_graph: capture and replay a CUDA graph per batch size (CUDA only; default True).
         fuse: fold Conv+BN / RepConvN before running (default True).
+        compile: ``torch.compile`` the model (inductor; CUDA only; compiles on the first call of each batch
+            size, then the compiled model is captured as a CUDA graph like the eager one).
     """
 
     name = "torch"
@@ -91,6 +93,7 @@ class TorchBackend:
         half: bool | None = None,
         cuda_graph: bool = True,
         fuse: bool = True,
+        compile: bool = False,
     ) -> None:
         torch = import_torch()
         kind, index = parse_device(device)
@@ -121,7 +124,10 @@ class TorchBackend:
         if cuda:
             model.to(memory_format=torch.channels_last)
             torch.backends.cudnn.benchmark = True  # static shapes: pick the fastest convolution once
+        if compile and not cuda:
+            raise ValueError("compile=True is for CUDA devices; on the CPU the torch backend runs eagerly.")
         self.model = model
+        self._run = torch.compile(model, dynamic=False) if compile else model
         self.half = bool(half)
         self.input_hw = (h, w)
         self.input_dtype = np.dtype(np.float16 if half else np.float32)
@@ -143,7 +149,7 @@ class TorchBackend:
 
     # ---------------------------------------------------------------- inference
     def _forward(self, x: Any) -> Any:
-        out = self.model(x)
+        out = self._run(x)
         return out[0] if isinstance(out, (tuple, list)) else out
 
     def _graph(self, b: int) -> tuple[Any, Any, Any]:
@@ -204,4 +210,4 @@ class TorchBackend:
 
     def close(self) -> None:
         self._graphs.clear()
-        self.model = None
+        self.model = self._run = None
