@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "predict",
     "bench",
     "doctor",
+    "train",
 ]
 
 

@@ -1,0 +1,155 @@
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9train.validate.val_checkpoint``."""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class Amp(str, Enum):
+    auto = "auto"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    off = "off"
+
+
+class Cache(str, Enum):
+    none = "none"
+    ram = "ram"
+    disk = "disk"
+
+
+def _pct(v: float) -> str:
+    return "   -" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:5.1f}"
+
+
+def train_command(
+    overrides: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Hyperparameter or option overrides, key=value (e.g. lr0=0.02 mosaic=0 patience=30); after "
+            "--resume, an optional run folder or last.pt.",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="data.yaml (path, train, val, names).")] = None,
+    model: Annotated[
+        str,
+        typer.Option("--model", help="A model name (gelan-t ... yolov9-e) or a checkpoint to start from."),
+    ] = "gelan-s",
+    imgsz: Annotated[
+        int | None, typer.Option("--imgsz", help="Training size, pixels (multiple of 32).")
+    ] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs to train.")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="Images per batch.")] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="cpu or a GPU index (default: GPU 0 if any).")
+    ] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="DataLoader worker processes.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Folder of runs.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Run folder name (made unique).")] = None,
+    exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Reuse project/name if it exists.")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Resume a run: `--resume` alone takes the newest under runs/train; `--resume PATH` a run folder or "
+            "its last.pt.",
+        ),
+    ] = False,
+    hyp: Annotated[
+        Path | None, typer.Option("--hyp", help="Hyperparameter YAML (defaults: hyp-default.yaml).")
+    ] = None,
+    amp: Annotated[
+        Amp | None, typer.Option("--amp", help="Mixed precision (auto: bf16/fp16 on GPU, off on CPU).")
+    ] = None,
+    cache: Annotated[Cache | None, typer.Option("--cache", help="Image cache.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    grad_checkpointing: Annotated[
+        bool, typer.Option("--grad-checkpointing", help="Re-compute activations in backward (less memory).")
+    ] = False,
+    compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model.")] = False,
+    new_head: Annotated[
+        bool,
+        typer.Option("--new-head", help="New class head when the checkpoint's classes differ from the data."),
+    ] = False,
+    no_val: Annotated[bool, typer.Option("--no-val", help="Skip validation after each epoch.")] = False,
+) -> None:
+    """Train a YOLOv9 / GELAN model on one device (CPU or one GPU)."""
+    from y9train.train import split_resume_path, train
+
+    resume_from, overrides = split_resume_path(resume, overrides or [])
+    result = train(
+        data=data,
+        model=model,
+        resume=resume_from,
+        hyp_file=hyp,
+        overrides=overrides,
+        imgsz=imgsz,
+        epochs=epochs,
+        batch=batch,
+        device=device,
+        workers=workers,
+        project=project,
+        name=name,
+        exist_ok=exist_ok or None,
+        amp=amp.value if amp else None,
+        cache=(None if cache is Cache.none else cache.value) if cache else None,
+        seed=seed,
+        grad_checkpointing=grad_checkpointing or None,
+        compile=compile_model or None,
+        new_head=new_head or None,
+        val=False if no_val else None,
+    )
+    best = f"{result.best_fitness:.4f} at epoch {result.best_epoch}" if result.best_epoch else "none"
+    typer.echo(
+        f"{result.epochs_run}/{result.epochs} epochs, {result.steps} optimiser steps"
+        f"{' (early stop)' if result.stopped_early else ''}; best fitness {best}"
+    )
+    if result.save_dir:
+        typer.echo(f"best: {result.best}\nlast: {result.last}\nresults: {result.save_dir / 'results.csv'}")
+
+
+def val_command(
+    data: Annotated[Path, typer.Option("--data", help="data.yaml.")],
+    model: Annotated[Path, typer.Option("--model", help="A y9 or official YOLOv9 checkpoint.")],
+    imgsz: Annotated[int, typer.Option("--imgsz", help="Validation size, pixels.")] = 640,
+    batch: Annotated[int, typer.Option("--batch")] = 32,
+    conf: Annotated[float, typer.Option("--conf", help="Score threshold.")] = 0.001,
+    iou: Annotated[float, typer.Option("--iou", help="NMS IoU threshold.")] = 0.7,
+    device: Annotated[str | None, typer.Option("--device", help="cpu or a GPU index.")] = None,
+    workers: Annotated[int, typer.Option("--workers")] = 8,
+    split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
+) -> None:
+    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint on a data.yaml split."""
+    from y9train.validate import val_checkpoint
+
+    res = val_checkpoint(
+        data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
+    )
+    m = res.metrics
+    typer.echo(f"{res.images} images, {res.targets} boxes, {res.detections} detections, {res.seconds:.1f} s")
+    typer.echo("class                n_gt     P     R  mAP50  mAP50-95")
+    typer.echo(
+        f"{'all':<18} {res.targets:>6} {_pct(m['precision'])} {_pct(m['recall'])} {_pct(m['map50'])}    "
+        f"{_pct(m['map50_95'])}"
+    )
+    for c in res.per_class:
+        if c["n_gt"]:
+            typer.echo(
+                f"{c['name'][:18]:<18} {c['n_gt']:>6} {_pct(c['precision'])} {_pct(c['recall'])} "
+                f"{_pct(c['map50'])}    {_pct(c['map50_95'])}"
+            )
+    typer.echo(
+        f"AP small {_pct(m['map_small'])}  medium {_pct(m['map_medium'])}  large {_pct(m['map_large'])}  "
+        f"fitness {m['fitness']:.4f}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train_command)
+    app.command("val")(val_command)

@@ -1,0 +1,262 @@
+"""Training settings: hyperparameters (``Hyp``, from a YAML file) and run options (``TrainConfig``).
+
+``Hyp`` holds what shapes the optimisation and augmentation (learning rates, schedule, warmup, EMA, clipping,
+loss gains, label smoothing, augmentation probabilities); its defaults are ``configs/hyp-default.yaml``.
+``TrainConfig`` holds what a run needs besides (data, model, image size, epochs, batch, device, output folder,
+AMP, compile, checkpointing ...). ``key=value`` overrides (the CLI's extra arguments) reach either, by name.
+Both are plain dataclasses of JSON-able values: they are stored in checkpoints for resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_HYP_PATH = Path(__file__).with_name("configs") / "hyp-default.yaml"
+
+OPTIMIZERS = ("sgd", "adamw")
+SCHEDULES = ("linear", "cosine", "cosine_restarts")
+AMP_MODES = ("auto", "bf16", "fp16", "off")
+
+
+@dataclass
+class Hyp:
+    """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults)."""
+
+    # optimiser
+    optimizer: str = "sgd"  # sgd (nesterov) | adamw
+    lr0: float = 0.01  # initial learning rate
+    lrf: float = 0.01  # final learning rate as a fraction of lr0 (linear, cosine)
+    momentum: float = 0.937  # SGD momentum / AdamW beta1
+    weight_decay: float = 0.0005  # on conv/linear weights only, scaled by batch * accumulate / nbs
+    nbs: int = 64  # nominal batch: gradients accumulate over ceil-ish(nbs / batch) batches per step
+    # schedule (a function of fractional epochs, applied every step)
+    schedule: str = "linear"  # linear | cosine | cosine_restarts
+    t0: float = 10.0  # cosine_restarts: first cycle, epochs
+    t_mult: float = 2.0  # cosine_restarts: cycle growth factor
+    eta_min: float = 0.01  # cosine_restarts: lowest learning rate as a fraction of lr0
+    # warmup
+    warmup_epochs: float = 3.0
+    warmup_min_iters: int = 100  # warmup lasts max(warmup_epochs * batches per epoch, this) batches
+    warmup_momentum: float = 0.8
+    warmup_bias_lr: float = 0.1
+    # EMA of the weights: decay * (1 - exp(-updates / tau))
+    ema_decay: float = 0.9999
+    ema_tau: float = 2000.0
+    # gradients
+    clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)
+    # loss
+    box: float = 7.5
+    cls: float = 0.5
+    dfl: float = 1.5
+    aux_weight: float = 0.25  # auxiliary branch of yolov9-* models
+    label_smoothing: float = 0.0
+    label_smoothing_decay: bool = False  # decay linearly to 0 over the run
+    # schedule of the run
+    close_mosaic: int = 15  # mosaic off for the last N epochs
+    patience: int = 100  # early stopping: epochs without a better fitness
+    multi_scale: bool = False
+    # augmentation (y9train.data.AugmentConfig)
+    mosaic: float = 1.0
+    mixup: float = 0.15
+    copy_paste: float = 0.0
+    degrees: float = 0.0
+    translate: float = 0.1
+    scale: float = 0.9
+    shear: float = 0.0
+    hsv_h: float = 0.015
+    hsv_s: float = 0.7
+    hsv_v: float = 0.4
+    fliplr: float = 0.5
+    flipud: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        _check_choice("schedule", self.schedule, SCHEDULES)
+        for name in ("lr0", "nbs", "t0", "t_mult", "ema_tau"):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"hyperparameter {name}={getattr(self, name)!r}; expected a positive number."
+                )
+        for name in ("lrf", "eta_min", "weight_decay", "warmup_epochs", "clip_grad", "warmup_bias_lr"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"hyperparameter {name}={getattr(self, name)!r}; expected a value >= 0.")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"hyperparameter label_smoothing={self.label_smoothing!r}; expected [0, 1).")
+        if not 0.0 <= self.ema_decay < 1.0:
+            raise ValueError(f"hyperparameter ema_decay={self.ema_decay!r}; expected [0, 1).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], origin: str = "hyperparameters") -> Hyp:
+        return cls(**_typed(cls, values, origin))
+
+
+@dataclass
+class TrainConfig:
+    """Options of one training run (everything but the hyperparameters, which are in ``hyp``).
+
+    ``device``: None (first GPU, else CPU), "cpu", "0", "cuda:1" ...; ``amp``: auto (bf16 on GPUs that have it,
+    else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only;
+    ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
+    data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
+    every epoch; ``save``: write checkpoints; ``log_interval``: batches between host reads of the running
+    losses / grad norms (the hot loop never syncs otherwise); ``profile``: time the phases of every step.
+    """
+
+    data: str = ""
+    model: str = "gelan-s"
+    imgsz: int = 640
+    epochs: int = 100
+    batch: int = 16
+    device: str | None = None
+    workers: int = 8
+    project: str = "runs/train"
+    name: str = "exp"
+    exist_ok: bool = False
+    seed: int = 0
+    cache: str | None = None
+    amp: str = "auto"
+    channels_last: bool | None = None
+    compile: bool = False
+    grad_checkpointing: bool = False
+    new_head: bool = False
+    val: bool = True
+    val_batch: int | None = None
+    conf: float = 0.001
+    iou: float = 0.7
+    max_det: int = 300
+    save: bool = True
+    save_dir: str | None = None  # set by the trainer (project/name, made unique)
+    log_interval: int = 20
+    profile: bool = False
+    verbose: bool = True
+    hyp: Hyp = field(default_factory=Hyp)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.hyp, dict):
+            self.hyp = Hyp.from_dict(self.hyp)
+        _check_choice("amp", self.amp, AMP_MODES)
+        if self.cache not in (None, "ram", "disk"):
+            raise ValueError(f"cache={self.cache!r}; expected none, ram or disk.")
+        for name in ("imgsz", "epochs", "batch", "log_interval", "max_det"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
+        if self.imgsz % 32:
+            raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], origin: str = "training options") -> TrainConfig:
+        values = dict(values)
+        hyp = values.pop("hyp", {})
+        cfg = _typed(cls, values, origin)
+        return cls(**cfg, hyp=hyp if isinstance(hyp, Hyp) else Hyp.from_dict(hyp, origin))
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}; expected one of {', '.join(choices)}.")
+
+
+def _kind(cls, name: str) -> tuple[str, bool]:
+    """(base type name, optional) of a field, from its annotation string (``"bool | None"`` -> ("bool", True))."""
+    annotation = str({f.name: f.type for f in fields(cls)}[name])
+    return annotation.replace("| None", "").strip(), "None" in annotation
+
+
+_NONE_WORDS = {"none", "null", "~", ""}
+_WANT = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}
+
+
+def _convert(cls, name: str, value: Any, origin: str) -> Any:
+    """``value`` as the type of field ``name`` (strings from the command line are parsed as YAML scalars)."""
+    base, optional = _kind(cls, name)
+    if isinstance(value, str) and optional and value.strip().lower() in _NONE_WORDS:
+        return None
+    if isinstance(value, str) and base != "str":
+        with contextlib.suppress(yaml.YAMLError):
+            value = yaml.safe_load(value)
+    if value is None and optional:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "bool" and isinstance(value, bool):
+        return value
+    if base == "int" and number and float(value).is_integer():
+        return int(value)
+    if base == "float" and number:
+        return float(value)
+    if base == "str" and isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{origin}: {name}={value!r}; expected {_WANT.get(base, base)}.")
+
+
+def _typed(cls, values: dict[str, Any], origin: str) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)} - {"hyp"}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(
+            f"{origin}: unknown key(s) {', '.join(unknown)}; expected names from {cls.__name__} "
+            f"(see y9train/configs/hyp-default.yaml and `y9 train --help`)."
+        )
+    return {k: _convert(cls, k, v, origin) for k, v in values.items()}
+
+
+def read_hyp_yaml(path: str | Path) -> dict[str, Any]:
+    """The mapping in a hyperparameter YAML file (one sentence on a missing or malformed file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"hyperparameter file {path} does not exist; expected a YAML file of key: value."
+        )
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"hyperparameter file {path} is not valid YAML ({type(exc).__name__}).") from None
+    if not isinstance(raw, dict):
+        raise ValueError(
+            f"hyperparameter file {path} holds a {type(raw).__name__}; expected key: value pairs."
+        )
+    return raw
+
+
+def load_hyp(path: str | Path | None = None) -> Hyp:
+    """Hyperparameters of ``path`` on top of the defaults (keys missing from the file keep their default)."""
+    raw = read_hyp_yaml(path) if path is not None else {}
+    return Hyp.from_dict(raw, f"hyperparameter file {path}" if path else "hyperparameters")
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["lr0=0.02", "mosaic=0"]`` -> ``{"lr0": "0.02", "mosaic": "0"}`` (values converted later, by field)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"override {item!r} is not of the form key=value (e.g. lr0=0.02).")
+        out[key.strip().replace("-", "_")] = value.strip()
+    return out
+
+
+def apply_overrides(config: TrainConfig, overrides: dict[str, Any], origin: str = "override") -> TrainConfig:
+    """A copy of ``config`` with ``overrides`` (hyperparameter or run-option names) applied."""
+    hyp_names = {f.name for f in fields(Hyp)}
+    cfg_names = {f.name for f in fields(TrainConfig)} - {"hyp"}
+    hyp_part = {k: v for k, v in overrides.items() if k in hyp_names}
+    cfg_part = {k: v for k, v in overrides.items() if k in cfg_names}
+    unknown = sorted(set(overrides) - hyp_names - cfg_names)
+    if unknown:
+        raise ValueError(
+            f"{origin}: unknown key(s) {', '.join(unknown)}; expected hyperparameter names "
+            "(see y9train/configs/hyp-default.yaml) or training options (see `y9 train --help`)."
+        )
+    hyp = dataclasses.replace(config.hyp, **_typed(Hyp, hyp_part, origin))
+    return dataclasses.replace(config, **_typed(TrainConfig, cfg_part, origin), hyp=hyp)

@@ -1,0 +1,164 @@
+"""Optimiser, learning-rate schedules and warmup.
+
+Parameter groups (``param_groups``): ``weights`` (conv / linear weights, with weight decay), ``bn`` (BatchNorm
+weights, no decay) and ``bias`` (every bias, no decay; warms up from ``warmup_bias_lr`` down to the schedule).
+SGD is nesterov; AdamW uses ``(momentum, 0.999)`` as betas. On CUDA the fused implementation is used, else
+``foreach``.
+
+Schedules are pure functions of the fractional epoch ``t = epoch + batch / batches_per_epoch`` giving a factor
+of ``lr0``; the trainer evaluates them every step, so resuming needs no scheduler state beyond the step counters:
+- ``linear``: ``(1 - t / E) * (1 - lrf) + lrf``;
+- ``cosine``: ``lrf + (1 - lrf) * (1 + cos(pi * t / E)) / 2`` (torch's CosineAnnealingLR with eta_min = lrf * lr0);
+- ``cosine_restarts``: cosine from 1 to ``eta_min`` over cycles of ``t0``, ``t0 * t_mult``, ... epochs
+  (torch's CosineAnnealingWarmRestarts, with eta_min as a fraction of lr0).
+Warmup (batch ``ni < nw``): each group's lr goes linearly from its start (0, or ``warmup_bias_lr`` for biases) to
+``lr0 * schedule(t)``, and momentum from ``warmup_momentum`` to ``momentum``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from y9train.hyp import Hyp
+
+GROUP_NAMES = ("weights", "bn", "bias")
+
+
+def param_groups(model: nn.Module) -> dict[str, list[nn.Parameter]]:
+    """Trainable parameters split into ``weights`` (decayed), ``bn`` (BatchNorm weights) and ``bias``."""
+    groups: dict[str, list[nn.Parameter]] = {name: [] for name in GROUP_NAMES}
+    seen: set[int] = set()
+    for module in model.modules():
+        for pname, p in module.named_parameters(recurse=False):
+            if not p.requires_grad or id(p) in seen:
+                continue
+            seen.add(id(p))
+            if pname == "bias":
+                groups["bias"].append(p)
+            elif isinstance(module, (nn.modules.batchnorm._BatchNorm, nn.GroupNorm, nn.LayerNorm)):
+                groups["bn"].append(p)
+            else:
+                groups["weights"].append(p)
+    return groups
+
+
+def accumulation_steps(hyp: Hyp, batch: int) -> int:
+    """Batches per optimiser step so that a step sees about ``nbs`` images."""
+    return max(round(hyp.nbs / batch), 1)
+
+
+def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.device) -> torch.optim.Optimizer:
+    """SGD or AdamW over the three groups; weight decay scaled by ``batch * accumulate / nbs``."""
+    groups = param_groups(model)
+    decay = hyp.weight_decay * batch * accumulation_steps(hyp, batch) / hyp.nbs
+    impl = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    spec = [
+        {"params": groups["weights"], "weight_decay": decay, "name": "weights"},
+        {"params": groups["bn"], "weight_decay": 0.0, "name": "bn"},
+        {"params": groups["bias"], "weight_decay": 0.0, "name": "bias"},
+    ]
+    for g in spec:
+        g["initial_lr"] = hyp.lr0
+    if hyp.optimizer == "sgd":
+        return torch.optim.SGD(spec, lr=hyp.lr0, momentum=hyp.momentum, nesterov=True, **impl)
+    return torch.optim.AdamW(spec, lr=hyp.lr0, betas=(hyp.momentum, 0.999), **impl)
+
+
+def set_implementation(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
+    """Pick fused (CUDA) or foreach after loading a state dict saved on another device."""
+    for g in optimizer.param_groups:
+        g["fused"] = device.type == "cuda"
+        g["foreach"] = device.type != "cuda"
+
+
+@dataclass(frozen=True)
+class LRSchedule:
+    """``factor(t)``: learning rate as a fraction of lr0 at fractional epoch ``t`` (see the module docstring)."""
+
+    kind: str
+    epochs: int
+    lrf: float = 0.01
+    t0: float = 10.0
+    t_mult: float = 2.0
+    eta_min: float = 0.01
+
+    @classmethod
+    def from_hyp(cls, hyp: Hyp, epochs: int) -> LRSchedule:
+        return cls(hyp.schedule, epochs, hyp.lrf, hyp.t0, hyp.t_mult, hyp.eta_min)
+
+    def factor(self, t: float) -> float:
+        if self.kind == "linear":
+            return (1.0 - t / self.epochs) * (1.0 - self.lrf) + self.lrf
+        if self.kind == "cosine":
+            return self.lrf + (1.0 - self.lrf) * (1.0 + math.cos(math.pi * t / self.epochs)) / 2.0
+        if self.kind == "cosine_restarts":
+            t_cur, t_i = restart_position(t, self.t0, self.t_mult)
+            return self.eta_min + (1.0 - self.eta_min) * (1.0 + math.cos(math.pi * t_cur / t_i)) / 2.0
+        raise ValueError(f"schedule={self.kind!r}; expected linear, cosine or cosine_restarts.")
+
+
+def restart_position(t: float, t0: float, t_mult: float) -> tuple[float, float]:
+    """``(t_cur, t_i)``: the position inside the current warm-restart cycle and that cycle's length."""
+    if t_mult == 1.0:
+        return t % t0, t0
+    n = int(math.log(t / t0 * (t_mult - 1.0) + 1.0, t_mult)) if t >= t0 else 0
+    start = t0 * (t_mult**n - 1.0) / (t_mult - 1.0)
+    length = t0 * t_mult**n
+    if t - start >= length:  # float rounding at a cycle boundary
+        start, length = start + length, length * t_mult
+    elif t < start:
+        length /= t_mult
+        start -= length
+    return t - start, length
+
+
+def warmup_iters(hyp: Hyp, batches_per_epoch: int) -> int:
+    """Batches of warmup: ``max(round(warmup_epochs * batches_per_epoch), warmup_min_iters)`` (0 when off)."""
+    if hyp.warmup_epochs <= 0:
+        return 0
+    return max(round(hyp.warmup_epochs * batches_per_epoch), hyp.warmup_min_iters)
+
+
+class LRController:
+    """Sets every group's lr (and momentum during warmup) for batch ``ni`` at fractional epoch ``t``."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, hyp: Hyp, epochs: int, batches_per_epoch: int):
+        self.optimizer = optimizer
+        self.hyp = hyp
+        self.schedule = LRSchedule.from_hyp(hyp, epochs)
+        self.nw = warmup_iters(hyp, batches_per_epoch)
+        self.adam = isinstance(optimizer, torch.optim.AdamW)
+
+    def lrs(self, ni: int, t: float) -> dict[str, float]:
+        """Learning rate of each group (by name) at batch ``ni``, fractional epoch ``t`` (no side effects)."""
+        out = {}
+        f = self.schedule.factor(t)
+        for g in self.optimizer.param_groups:
+            target = g["initial_lr"] * f
+            if ni < self.nw:
+                start = self.hyp.warmup_bias_lr if g.get("name") == "bias" else 0.0
+                target = start + (target - start) * ni / self.nw
+            out[g.get("name", str(len(out)))] = target
+        return out
+
+    def momentum(self, ni: int) -> float:
+        h = self.hyp
+        if ni >= self.nw:
+            return h.momentum
+        return h.warmup_momentum + (h.momentum - h.warmup_momentum) * ni / self.nw
+
+    def step(self, ni: int, t: float) -> float:
+        """Apply the learning rates and momentum of batch ``ni``; returns the ``weights`` group's lr."""
+        lrs = self.lrs(ni, t)
+        m = self.momentum(ni)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lrs[g.get("name")]
+            if self.adam:
+                g["betas"] = (m, g["betas"][1])
+            else:
+                g["momentum"] = m
+        return lrs.get("weights", next(iter(lrs.values())))

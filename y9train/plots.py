@@ -1,0 +1,57 @@
+"""``results.csv`` -> ``results.png``: one small panel per loss term and metric, against the epoch.
+
+matplotlib is imported inside ``plot_results`` and drawn through its Agg canvas (no GUI backend, no global
+pyplot state); an ImportError reaches the caller, which may skip plotting on machines without matplotlib.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from y9train.reporting import read_csv
+
+PANELS = (
+    ("train/box", "box loss"),
+    ("train/cls", "class loss"),
+    ("train/dfl", "DFL loss"),
+    ("train/grad_norm", "grad norm (pre-clip)"),
+    ("lr", "learning rate"),
+    ("metrics/precision", "precision"),
+    ("metrics/recall", "recall"),
+    ("metrics/map50", "mAP50"),
+    ("metrics/map50_95", "mAP50-95"),
+    ("fitness", "fitness"),
+)
+
+
+def plot_results(csv_path: str | Path, png_path: str | Path | None = None, *, dpi: int = 100):
+    """Draw the columns of ``csv_path`` present in ``PANELS``; write ``png_path`` (default beside the CSV).
+
+    Returns the matplotlib ``Figure`` (its axes hold the plotted series, in ``PANELS`` order).
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    csv_path = Path(csv_path)
+    rows = read_csv(csv_path)
+    if not rows:
+        raise ValueError(f"{csv_path} holds no rows; expected at least one finished epoch.")
+    for r in rows:
+        if "fitness" not in r and "metrics/fitness" in r:
+            r["fitness"] = r["metrics/fitness"]
+    panels = [(k, title) for k, title in PANELS if k in rows[0]]
+    cols = 5
+    nrows = (len(panels) + cols - 1) // cols
+    fig = Figure(figsize=(3.2 * cols, 2.6 * nrows), dpi=dpi, layout="tight")
+    FigureCanvasAgg(fig)
+    epochs = [r["epoch"] for r in rows]
+    for j, (key, title) in enumerate(panels):
+        ax = fig.add_subplot(nrows, cols, j + 1)
+        ax.plot(epochs, [r[key] for r in rows], marker="o", markersize=3, linewidth=1.5, label=key)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("epoch", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    png_path = Path(png_path) if png_path is not None else csv_path.with_suffix(".png")
+    fig.savefig(png_path)
+    return fig

@@ -1,0 +1,153 @@
+"""What a training or validation run decides before its first step: device, AMP mode, the model (built by name or
+loaded from a checkpoint, checked against the data's classes, optionally re-headed), the run folder, seeds.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from y9deploy.errors import BackendUnavailableError, DataError, ModelFileError
+from y9train.models import MODEL_NAMES, YOLO, build_model
+from y9train.models.head import init_head_biases
+
+log = logging.getLogger("y9train")
+
+
+def resolve_device(spec: str | None) -> torch.device:
+    """``None`` (first GPU, else CPU), ``"cpu"``, ``"0"``, ``"cuda"``, ``"cuda:1"`` -> a torch device."""
+    text = "" if spec is None else str(spec).strip().lower()
+    if text in ("", "auto"):
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    if text == "cpu":
+        return torch.device("cpu")
+    if "," in text:
+        raise ValueError(
+            f"device={spec!r}: this trainer runs on one device; expected cpu or a single GPU index such as 0."
+        )
+    index = text[5:] if text.startswith("cuda:") else ("0" if text == "cuda" else text)
+    if not index.isdigit():
+        raise ValueError(f"device={spec!r} is not a device; expected cpu, a GPU index (0, 1 ...) or cuda:N.")
+    if not torch.cuda.is_available():
+        raise BackendUnavailableError(
+            f"device={spec!r} asks for a GPU but this torch build sees no CUDA device; use device=cpu."
+        )
+    if int(index) >= torch.cuda.device_count():
+        raise ValueError(
+            f"device={spec!r}: there are {torch.cuda.device_count()} CUDA device(s); expected an index below that."
+        )
+    return torch.device(f"cuda:{index}")
+
+
+def resolve_amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
+    """``(autocast dtype or None, use a GradScaler)`` for ``mode`` (auto | bf16 | fp16 | off) on ``device``.
+
+    auto: bf16 on GPUs that support it, else fp16 (with a GradScaler); off on CPU.
+    """
+    if mode == "off" or (mode == "auto" and device.type != "cuda"):
+        return None, False
+    if mode == "auto":
+        return (torch.bfloat16, False) if torch.cuda.is_bf16_supported() else (torch.float16, True)
+    if mode == "bf16":
+        return torch.bfloat16, False
+    if mode == "fp16":
+        if device.type != "cuda":
+            raise ValueError(
+                "amp=fp16 needs a CUDA device (it uses a GradScaler); use amp=bf16 or amp=off on CPU."
+            )
+        return torch.float16, True
+    raise ValueError(f"amp={mode!r}; expected auto, bf16, fp16 or off.")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def make_run_dir(project: str | Path, name: str, exist_ok: bool = False) -> Path:
+    """``project/name``, or ``project/name2``, ``name3`` ... when it exists (unless ``exist_ok``)."""
+    base = Path(project) / name
+    path, k = base, 2
+    while path.exists() and not exist_ok:
+        path = base.with_name(f"{name}{k}")
+        k += 1
+    (path / "weights").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def check_model_fits_data(model: YOLO, data_cfg, origin: str, *, allow_new_head: bool) -> None:
+    """One sentence when the model's class count differs from the data's."""
+    if model.nc == data_cfg.nc:
+        return
+    hint = (
+        " (pass --new-head / new_head=True to train a new head for these classes on top of its backbone)"
+        if allow_new_head
+        else ""
+    )
+    raise DataError(
+        f"model {origin} predicts {model.nc} classes but data.yaml {data_cfg.yaml_path} has nc={data_cfg.nc}; "
+        f"expected the same number of classes{hint}."
+    )
+
+
+def rehead(model: YOLO, nc: int, names: list[str], imgsz: int) -> tuple[YOLO, int, int]:
+    """A model of the same architecture for ``nc`` classes: every tensor whose name and shape still fit is copied
+    (backbone, neck, box branches); the rest (class branches) is freshly initialised with prior biases.
+
+    Returns ``(model, tensors kept, tensors in the new model)``.
+    """
+    new = YOLO(model.arch, nc=nc, names=names)
+    init_head_biases(new.head, imgsz)
+    old = model.state_dict()
+    own = new.state_dict()
+    keep = {k: v for k, v in old.items() if k in own and v.shape == own[k].shape}
+    new.load_state_dict(keep, strict=False)
+    return new, len(keep), len(own)
+
+
+def load_model_for_training(
+    spec: str, data_cfg, *, imgsz: int, new_head: bool = False, report=log.info
+) -> YOLO:
+    """A model to train: ``spec`` is a model name (fresh weights, prior head biases) or a checkpoint path.
+
+    Raises one sentence for an unknown name / missing file, a fused checkpoint, or a class-count mismatch
+    (unless ``new_head``, which re-heads the checkpoint for the data's classes).
+    """
+    if spec in MODEL_NAMES or spec.endswith((".yaml", ".yml")):
+        model = build_model(spec, nc=data_cfg.nc, names=data_cfg.names)
+        init_head_biases(model.head, imgsz)
+        return model
+    from y9train.checkpoint import load_checkpoint
+
+    path = Path(spec)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"model {spec!r} is neither a model name ({', '.join(MODEL_NAMES)}) nor an existing checkpoint file."
+        )
+    model = load_checkpoint(path)
+    if getattr(model, "fused", False):
+        raise ModelFileError(
+            f"{path}: holds a fused (deployment) model, which cannot be trained; expected an unfused checkpoint."
+        )
+    if model.nc != data_cfg.nc and new_head:
+        model, kept, total = rehead(model, data_cfg.nc, data_cfg.names, imgsz)
+        report(
+            f"{path}: new head for {data_cfg.nc} classes; {kept} of {total} tensors kept from the checkpoint."
+        )
+        return model
+    check_model_fits_data(model, data_cfg, str(path), allow_new_head=True)
+    if list(model.names) != list(data_cfg.names):
+        model.names = list(data_cfg.names)
+    return model.train()
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -1,0 +1,104 @@
+"""Training entry points: ``train(...)`` (the library call behind ``y9 train``) and ``python -m y9train.train``
+(the same options as ``y9 train``).
+
+Precedence of settings: ``Hyp`` defaults < the ``hyp`` YAML file < explicit options < ``key=value`` overrides.
+Resuming (``resume="auto"``, a run folder or a last.pt) takes every setting from the checkpoint; only
+``device``, ``workers``, ``verbose`` and ``key=value`` overrides given with it apply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
+from y9train.trainer import Trainer, TrainResult
+
+
+def build_config(
+    *,
+    data: str | Path,
+    model: str = "gelan-s",
+    hyp_file: str | Path | None = None,
+    overrides: list[str] | dict[str, Any] | None = None,
+    **options: Any,
+) -> TrainConfig:
+    """A ``TrainConfig`` from options (``TrainConfig`` field names; None = default), a hyp file and overrides."""
+    if not str(data):
+        raise ValueError("no data given; expected --data path/to/data.yaml.")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(options) - fields)
+    if unknown:
+        raise TypeError(f"unknown training option(s) {', '.join(unknown)}; expected TrainConfig field names.")
+    given = {k: v for k, v in options.items() if v is not None}
+    config = TrainConfig(data=str(data), model=str(model), hyp=load_hyp(hyp_file), **given)
+    if overrides:
+        items = parse_overrides(overrides) if isinstance(overrides, (list, tuple)) else dict(overrides)
+        config = apply_overrides(config, items)
+    return config
+
+
+def split_resume_path(resume: bool, args: list[str]) -> tuple[str | None, list[str]]:
+    """``--resume [PATH]`` on the command line: the flag, then an optional path among the positional arguments.
+
+    Returns ``(resume target or None, the key=value overrides)``: "auto" when the flag has no path.
+    """
+    paths = [a for a in args if "=" not in a]
+    rest = [a for a in args if "=" in a]
+    if not resume:
+        return None, list(args)  # parse_overrides names any stray argument
+    if len(paths) > 1:
+        raise ValueError(f"--resume takes one run folder or last.pt, got {len(paths)}: {', '.join(paths)}.")
+    return (paths[0] if paths else "auto"), rest
+
+
+def train(
+    data: str | Path | None = None,
+    model: str = "gelan-s",
+    *,
+    resume: str | Path | None = None,
+    hyp_file: str | Path | None = None,
+    overrides: list[str] | dict[str, Any] | None = None,
+    hooks=None,
+    callbacks=None,
+    **options: Any,
+) -> TrainResult:
+    """Train (or resume) and return the ``TrainResult``. See ``TrainConfig`` for ``options``."""
+    if resume:
+        from y9train.train_state import resume_path
+
+        extra = parse_overrides(overrides) if isinstance(overrides, (list, tuple)) else dict(overrides or {})
+        for key in ("device", "workers", "verbose"):
+            if options.get(key) is not None:
+                extra[key] = options[key]
+        trainer = Trainer.from_checkpoint(resume_path(resume), extra, hooks=hooks, callbacks=callbacks)
+    else:
+        if data is None:
+            raise ValueError(
+                "no data given; expected --data path/to/data.yaml (or --resume to continue a run)."
+            )
+        config = build_config(data=data, model=model, hyp_file=hyp_file, overrides=overrides, **options)
+        trainer = Trainer(config, hooks=hooks, callbacks=callbacks)
+    return trainer.fit()
+
+
+def main() -> None:
+    """``python -m y9train.train``: the ``y9 train`` command on its own."""
+    import typer
+
+    from y9deploy.cli.train import train_command
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(train_command)
+    from y9deploy.errors import Y9Error
+
+    try:
+        app()
+    except (Y9Error, FileNotFoundError, ValueError, TypeError) as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""The training loop: one device (CPU or one GPU), no distributed code on this path.
+
+``Trainer(config).fit() -> TrainResult``. Per batch: uint8 images copied to the device (non-blocking, pinned
+memory) and scaled to [0, 1] there, forward under autocast (bf16, or fp16 with a GradScaler), the YOLOv9 loss,
+backward; every ``accumulate`` batches (nominal batch ``nbs``) and at the end of an epoch: unscale, clip the grad
+norm, optimiser step, ``zero_grad(set_to_none=True)``, EMA update. Losses and grad norms stay on the device: the
+host reads them every ``log_interval`` batches (one copy) and at the end of the epoch. After every epoch: the
+EMA model is validated, ``last.pt`` (EMA weights + the full training state) and, on a better fitness, ``best.pt``
+are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
+fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
+A distributed wrapper plugs in through ``TrainHooks`` (``y9train.hooks``) without touching this file.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from y9train.ema import ModelEMA
+from y9train.hooks import EVENTS, StopTraining, TrainHooks
+from y9train.hyp import TrainConfig, apply_overrides
+from y9train.optim import LRController, accumulation_steps, build_optimizer
+from y9train.reporting import Reporter, StepLog, write_results_csv
+from y9train.step_timer import StepTimer
+from y9train.train_state import read_train_state, restore_run, save_run
+
+_NAN = float("nan")
+
+
+@dataclass
+class TrainResult:
+    """Outcome of ``Trainer.fit``.
+
+    Attributes:
+        save_dir: the run folder; last / best: checkpoint paths (None when not written).
+        best_fitness / best_epoch: best 0.1 mAP50 + 0.9 mAP50-95 and its epoch (1-based; 0 when none).
+        epochs_run: finished epochs (including those before a resume); epochs: the planned number.
+        steps: optimiser steps; stopped_early: patience ran out.
+        history: one dict per finished epoch (the rows of results.csv).
+        profile: per-batch phase times in ms (``config.profile``), else empty.
+    """
+
+    save_dir: Path | None
+    last: Path | None
+    best: Path | None
+    best_fitness: float
+    best_epoch: int
+    epochs_run: int
+    epochs: int
+    steps: int
+    stopped_early: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+    profile: list[dict[str, float]] = field(default_factory=list)
+
+
+class Trainer:
+    """Train a YOLOv9 / GELAN model as ``config`` says (see ``y9train.hyp.TrainConfig`` and ``Hyp``)."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        hooks: TrainHooks | None = None,
+        callbacks: dict[str, list[Callable[[Trainer], None]]] | None = None,
+        reporter: Reporter | None = None,
+        _resume: tuple[Path, dict, dict] | None = None,
+    ):
+        self.config = config
+        self.hooks = hooks or TrainHooks()
+        self.callbacks: dict[str, list[Callable]] = {e: [] for e in EVENTS}
+        for event, fns in (callbacks or {}).items():
+            for fn in fns:
+                self.add_callback(event, fn)
+        self.reporter = reporter or Reporter(config.verbose and self.hooks.is_main)
+        self._resume = _resume
+        self.epoch = self.start_epoch = 0
+        self.iteration = self.step = self.batch_index = 0
+        self.history: list[dict[str, Any]] = []
+        self.best_fitness, self.best_epoch = _NAN, -1
+        self.last_parts: dict[str, torch.Tensor] = {}
+        self.last_grad_norm: torch.Tensor | None = None
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, overrides: dict[str, Any] | None = None, **kwargs) -> Trainer:
+        """Resume the run that wrote ``path`` (its last.pt); ``overrides`` may change e.g. device or workers."""
+        path = Path(path)
+        payload, state = read_train_state(path)
+        config = TrainConfig.from_dict(state["config"], f"{path} training options")
+        if overrides:
+            config = apply_overrides(config, overrides, "resume override")
+        return cls(config, _resume=(path, payload, state), **kwargs)
+
+    def add_callback(self, event: str, fn: Callable[[Trainer], None]) -> None:
+        if event not in self.callbacks:
+            raise ValueError(f"callback event {event!r} is unknown; expected one of {', '.join(EVENTS)}.")
+        self.callbacks[event].append(fn)
+
+    def _fire(self, event: str) -> None:
+        for fn in self.callbacks[event]:
+            fn(self)
+
+    # ------------------------------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        """Everything before the first batch (``fit`` calls it)."""
+        from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
+        from y9train.loss import DetectionLoss
+        from y9train.run_setup import (
+            cpu_count,
+            load_model_for_training,
+            make_run_dir,
+            resolve_amp,
+            resolve_device,
+            seed_everything,
+        )
+        from y9train.validate import require_metrics_backend
+
+        cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
+        self.device = hooks.select_device(resolve_device(cfg.device))
+        seed_everything(cfg.seed + hooks.rank)
+        self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
+        if cfg.val and hooks.is_main:
+            require_metrics_backend()
+        self.amp_dtype, use_scaler = resolve_amp(cfg.amp, self.device)
+        cuda = self.device.type == "cuda"
+        self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
+        if cuda:
+            torch.backends.cudnn.benchmark = True
+
+        if self._resume:
+            from y9train.checkpoint import model_from_payload
+
+            path, payload, state = self._resume
+            model = model_from_payload(payload, str(path))
+        else:
+            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=cfg.imgsz, new_head=cfg.new_head,
+                                            report=self.reporter.info)  # fmt: skip
+        model.set_grad_checkpointing(cfg.grad_checkpointing)
+        fmt = torch.channels_last if self.channels_last else torch.preserve_format
+        self.model = model.float().train().to(self.device, memory_format=fmt)
+        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau)
+        self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
+        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        self.loss_fn = DetectionLoss.from_model(
+            self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
+            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight,
+        )  # fmt: skip
+        self.accumulate = accumulation_steps(hyp, cfg.batch)
+
+        workers = max(0, min(cfg.workers, cpu_count()))
+        common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
+        aug = AugmentConfig.from_dict(hyp.to_dict())
+        self.train_ds = YoloDataset.from_yaml(self.data_cfg, "train", hyp=aug, **common)
+        self.val_ds = (
+            YoloDataset.from_yaml(self.data_cfg, "val", augment=False, **common) if cfg.val else None
+        )
+        for ds in (self.train_ds, self.val_ds):
+            for p, why in ds.skipped if ds is not None else []:
+                self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
+        self.train_loader = hooks.build_train_loader(
+            self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
+        )
+        self.val_loader = None
+        if self.val_ds is not None and hooks.is_main:
+            self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
+        self.nb = len(self.train_loader)
+        self.lr_control = LRController(self.optimizer, hyp, cfg.epochs, self.nb)
+        net = torch.compile(self.model) if cfg.compile else self.model
+        self.train_model = hooks.wrap_model(net)
+        self.timer = StepTimer(self.device, enabled=cfg.profile)
+
+        self.save_dir = None
+        if hooks.is_main and (cfg.save or self._resume):
+            self.save_dir = (
+                Path(cfg.save_dir) if cfg.save_dir else make_run_dir(cfg.project, cfg.name, cfg.exist_ok)
+            )
+            (self.save_dir / "weights").mkdir(parents=True, exist_ok=True)
+            self.config.save_dir = str(self.save_dir)
+            self.steps_log = StepLog(self.save_dir / "steps.csv")
+        if self._resume:
+            restore_run(self, *self._resume)
+
+    # ------------------------------------------------------------------------------------------ loop
+    def fit(self) -> TrainResult:
+        """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt)."""
+        self.setup()
+        cfg, stopped = self.config, False
+        self._fire("on_train_start")
+        try:
+            for epoch in range(self.start_epoch, cfg.epochs):
+                self.epoch = epoch
+                self._fire("on_epoch_start")
+                record = self.train_epoch(epoch)
+                if self.val_loader is not None:
+                    record.update(self._validate())
+                stopped = self._end_epoch(epoch, record)
+                self._fire("on_epoch_end")
+                if stopped:
+                    self.reporter.info(
+                        f"early stop: no better fitness for {cfg.hyp.patience} epochs (best: epoch "
+                        f"{self.best_epoch + 1}, fitness {self.best_fitness:.4f})"
+                    )
+                    break
+        except StopTraining:
+            pass
+        finally:
+            self.reporter.close()
+            self._plot()
+        self._fire("on_train_end")
+        return self.result(stopped)
+
+    def result(self, stopped: bool = False) -> TrainResult:
+        w = self.save_dir / "weights" if self.save_dir else None
+        return TrainResult(
+            save_dir=self.save_dir,
+            last=w / "last.pt" if w and (w / "last.pt").exists() else None,
+            best=w / "best.pt" if w and (w / "best.pt").exists() else None,
+            best_fitness=self.best_fitness,
+            best_epoch=self.best_epoch + 1,
+            epochs_run=len(self.history),
+            epochs=self.config.epochs,
+            steps=self.step,
+            stopped_early=stopped,
+            history=list(self.history),
+            profile=self.timer.collect() if self.config.profile else [],
+        )
+
+    def train_epoch(self, epoch: int) -> dict[str, Any]:
+        """One pass over the training loader; returns the epoch's training record."""
+        cfg, hyp, dev, timer = self.config, self.config.hyp, self.device, self.timer
+        self.model.train()
+        if hyp.close_mosaic and epoch >= cfg.epochs - hyp.close_mosaic and self.train_ds.mosaic:
+            self.train_ds.close_mosaic()
+            self.reporter.info(f"mosaic off from epoch {epoch + 1} (close_mosaic={hyp.close_mosaic})")
+        self.train_ds.set_epoch(epoch)
+        nb, interval = self.nb, cfg.log_interval
+        sums = torch.zeros(4, device=dev)  # box, cls, dfl, grad norm (summed over optimiser steps)
+        buf = torch.full((interval, 4), _NAN, device=dev)  # per batch: grad norm, box, cls, dfl
+        host_rows: list[list] = []
+        autocast = torch.autocast(dev.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+        self.reporter.epoch_start(epoch, cfg.epochs, nb)
+        t_start, images, n_steps, lr = time.perf_counter(), 0, 0, _NAN
+        loader = iter(self.train_loader)
+        for i in range(nb):
+            t0 = time.perf_counter()
+            batch = next(loader)
+            timer.start_step(time.perf_counter() - t0)
+            self.batch_index, ni, t = i, self.iteration, epoch + i / nb
+            lr = self.lr_control.step(ni, t)
+            if hyp.label_smoothing_decay:
+                self.loss_fn.label_smoothing = hyp.label_smoothing * max(0.0, 1.0 - t / cfg.epochs)
+            imgs = batch["img"].to(dev, non_blocking=True)
+            if self.channels_last:
+                imgs = imgs.contiguous(memory_format=torch.channels_last)
+            imgs = imgs.float().div_(255)
+            labels = batch["labels"].to(dev, non_blocking=True)
+            images += imgs.shape[0]
+            with autocast:
+                preds = self.train_model(imgs)
+            timer.mark("forward")
+            loss, parts = self.loss_fn(preds, labels)
+            timer.mark("loss")
+            (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+            timer.mark("backward")
+            items = torch.stack((parts["box"], parts["cls"], parts["dfl"]))
+            sums[:3] += items
+            k = i % interval
+            buf[k, 1:] = items
+            if (i + 1) % self.accumulate == 0 or i == nb - 1:
+                gn = self._optimizer_step()
+                sums[3] += gn
+                buf[k, 0] = gn
+                n_steps += 1
+            self.last_parts = parts
+            host_rows.append([ni, epoch + 1, i, self.step, lr])
+            self.iteration += 1
+            timer.end_step()
+            self.reporter.advance()
+            if k == interval - 1 or i == nb - 1:
+                self._flush(buf, host_rows, sums, i + 1, max(n_steps, 1))
+            self._fire("on_step_end")
+        totals = self.hooks.all_reduce_mean(sums).cpu().tolist()  # one sync per epoch
+        seconds = time.perf_counter() - t_start
+        return {
+            "epoch": epoch + 1,
+            "train/box": totals[0] / nb,
+            "train/cls": totals[1] / nb,
+            "train/dfl": totals[2] / nb,
+            "train/grad_norm": totals[3] / max(n_steps, 1),
+            "lr": lr if nb else _NAN,
+            "time_s": seconds,
+            "img_s": images / seconds,
+        }
+
+    def _optimizer_step(self) -> torch.Tensor:
+        """Unscale, clip (or only measure) the grad norm, step, zero grads, EMA. Returns the pre-clip norm."""
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        clip = self.config.hyp.clip_grad
+        if clip > 0:
+            gn = torch.nn.utils.clip_grad_norm_(self.params, clip, foreach=True)
+        else:
+            gn = torch.nn.utils.get_total_norm(
+                [p.grad for p in self.params if p.grad is not None], foreach=True
+            )
+        self.last_grad_norm = gn
+        self._fire("on_before_optimizer_step")
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.timer.mark("optimizer")
+        self.ema.update(self.model)
+        self.timer.mark("ema")
+        self.step += 1
+        return gn.detach().float()
+
+    def _flush(self, buf: torch.Tensor, host_rows: list, sums: torch.Tensor, done: int, n_steps: int) -> None:
+        """One device -> host copy of the buffered per-batch values; steps.csv rows and the running means."""
+        vals = torch.cat((buf[: len(host_rows)].flatten(), sums)).cpu().tolist()
+        n = len(host_rows)
+        rows = [host_rows[j] + vals[4 * j : 4 * j + 4] for j in range(n)]
+        if self.save_dir is not None:
+            self.steps_log.append(rows)
+        s = vals[4 * n :]
+        self.reporter.stats(
+            done,
+            {
+                "box": s[0] / done,
+                "cls": s[1] / done,
+                "dfl": s[2] / done,
+                "gn": s[3] / n_steps,
+                "lr": rows[-1][4],
+            },
+        )
+        host_rows.clear()
+        buf.fill_(_NAN)
+
+    # ------------------------------------------------------------------------------------------ epoch end
+    def _validate(self) -> dict[str, float]:
+        from y9train.validate import run_validation
+
+        res = run_validation(
+            self.ema.module, self.val_loader, device=self.device, nc=self.data_cfg.nc, names=self.data_cfg.names,
+            conf=self.config.conf, iou=self.config.iou, max_det=self.config.max_det, amp_dtype=self.amp_dtype,
+            channels_last=self.channels_last,
+        )  # fmt: skip
+        out = {f"metrics/{k}": v for k, v in res.metrics.items()}
+        out["val_s"] = res.seconds
+        return out
+
+    def _end_epoch(self, epoch: int, record: dict[str, Any]) -> bool:
+        """Best/early-stop bookkeeping, checkpoints, results.csv. Returns True to stop."""
+        fit = record.get("metrics/fitness", _NAN)
+        improved = self.best_epoch < 0 or (
+            not math.isnan(fit) and (math.isnan(self.best_fitness) or fit > self.best_fitness)
+        )
+        if self.val_loader is None and self.config.val is False:
+            improved = True  # no validation: the best weights are the latest
+        if improved:
+            self.best_fitness, self.best_epoch = fit, epoch
+        self.history.append(record)
+        self.reporter.epoch_end(record)
+        if self.save_dir is not None:
+            save_run(self, epoch, record, improved)
+            write_results_csv(self.save_dir / "results.csv", self.history)
+        patience = self.config.hyp.patience
+        stop = bool(self.config.val and patience > 0 and epoch - self.best_epoch >= patience)
+        return self.hooks.broadcast_stop(stop)
+
+    def _plot(self) -> None:
+        if self.save_dir is None or not self.history:
+            return
+        try:
+            from y9train.plots import plot_results
+
+            plot_results(self.save_dir / "results.csv", self.save_dir / "results.png")
+        except ImportError as exc:
+            self.reporter.info(f"no plots: {exc.name or 'matplotlib'} is not installed")
