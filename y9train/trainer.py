@@ -81,7 +81,7 @@ class Trainer:
         self.reporter = reporter or Reporter(config.verbose and self.hooks.is_main)
         self._resume = _resume
         self.epoch = self.start_epoch = 0
-        self.iteration = self.step = self.batch_index = 0
+        self.iteration = self.step = self.batch_index = self.last_batch_images = 0
         self.history: list[dict[str, Any]] = []
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
@@ -261,7 +261,8 @@ class Trainer:
                 imgs = imgs.contiguous(memory_format=torch.channels_last)
             imgs = imgs.float().div_(255)
             labels = batch["labels"].to(dev, non_blocking=True)
-            images += imgs.shape[0]
+            self.last_batch_images = imgs.shape[0]
+            images += self.last_batch_images
             with autocast:
                 preds = self.train_model(imgs)
             timer.mark("forward")
