@@ -268,9 +268,12 @@ def benchmark(
     for p in paths:
         with Detector(p, device=device, **detector_kwargs) as det:
             lo, hi = det.backend.batch_range
+            bad = [b for b in sizes if not lo <= b <= hi]
+            if bad:
+                raise ValueError(
+                    f"{p.name} accepts batches of {lo} to {hi} images, not {', '.join(map(str, bad))}."
+                )
             for b in sizes:
-                if not lo <= b <= hi:
-                    raise ValueError(f"{p.name} accepts batches of {lo} to {hi} images, not {b}.")
                 if progress is not None:
                     progress(p.name, b)
                 cases.append(
