@@ -201,6 +201,7 @@ class Trainer:
                 if self.val_loader is not None:
                     record.update(self._validate())
                 stopped = self._end_epoch(epoch, record)
+                self.hooks.barrier()
                 self._fire("on_epoch_end")
                 if stopped:
                     self.reporter.info(
@@ -285,7 +286,7 @@ class Trainer:
             timer.end_step()
             self.reporter.advance()
             if k == interval - 1 or i == nb - 1:
-                self._flush(buf, host_rows, sums, i + 1, max(n_steps, 1))
+                self._flush(buf, host_rows, sums, i + 1, n_steps)
             self._fire("on_step_end")
         totals = self.hooks.all_reduce_mean(sums).cpu().tolist()  # one sync per epoch
         seconds = time.perf_counter() - t_start
@@ -339,7 +340,7 @@ class Trainer:
                 "box": s[0] / done,
                 "cls": s[1] / done,
                 "dfl": s[2] / done,
-                "gn": s[3] / n_steps,
+                "gn": s[3] / n_steps if n_steps else _NAN,
                 "lr": rows[-1][4],
             },
         )

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from tests.train.trainer_fixtures import one_thread  # noqa: F401
 from y9train.ema import ModelEMA
 from y9train.models import build_model
 
