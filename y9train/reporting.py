@@ -43,11 +43,14 @@ def read_csv(path: Path) -> list[dict[str, float]]:
 
 
 class StepLog:
-    """``steps.csv``: appended at every log flush; ``truncate(iteration)`` drops rows of an unfinished epoch."""
+    """``steps.csv``: appended at every log flush; ``truncate(iteration)`` drops rows of an unfinished epoch.
 
-    def __init__(self, path: Path):
+    ``fresh``: start a new file (a new run, also into an existing folder); False keeps the rows (a resume).
+    """
+
+    def __init__(self, path: Path, *, fresh: bool = True):
         self.path = path
-        if not path.exists():
+        if fresh or not path.exists():
             with path.open("w", newline="") as f:
                 csv.writer(f).writerow(STEP_COLUMNS)
 

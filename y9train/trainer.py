@@ -13,6 +13,7 @@ A distributed wrapper plugs in through ``TrainHooks`` (``y9train.hooks``) withou
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -72,7 +73,9 @@ class Trainer:
         reporter: Reporter | None = None,
         _resume: tuple[Path, dict, dict] | None = None,
     ):
-        self.config = config
+        self.config = dataclasses.replace(
+            config, hyp=dataclasses.replace(config.hyp)
+        )  # the caller's stays as is
         self.hooks = hooks or TrainHooks()
         self.callbacks: dict[str, list[Callable]] = {e: [] for e in EVENTS}
         for event, fns in (callbacks or {}).items():
@@ -183,7 +186,7 @@ class Trainer:
             )
             (self.save_dir / "weights").mkdir(parents=True, exist_ok=True)
             self.config.save_dir = str(self.save_dir)
-            self.steps_log = StepLog(self.save_dir / "steps.csv")
+            self.steps_log = StepLog(self.save_dir / "steps.csv", fresh=self._resume is None)
         if self._resume:
             restore_run(self, *self._resume)
 

@@ -5,6 +5,7 @@ bf16 autocast with channels_last. Tiny runs on the two COCO images in tests/data
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -78,6 +79,8 @@ def test_accumulation_to_the_nominal_batch_steps_once_per_four_batches_and_at_ep
     steps = read_csv(result.save_dir / "steps.csv")
     assert [s["step"] for s in steps] == [0, 1, 1, 2]
     assert [math.isnan(s["grad_norm"]) for s in steps] == [True, False, True, False]
+    again = Trainer(dataclasses.replace(cfg, exist_ok=True, save_dir=None)).fit()  # same folder, a new run
+    assert again.save_dir == result.save_dir and len(read_csv(again.save_dir / "steps.csv")) == 4
 
 
 def test_close_mosaic_turns_mosaic_off_for_the_last_epochs_and_patience_stops_early(tmp_path):
