@@ -15,7 +15,7 @@ What it does:
 3. a confidence threshold picked so that ~``--candidates`` anchors per frame pass it (a trained model on a busy
    scene: a few hundred), so NMS does realistic work on random weights;
 4. ``y9deploy.benchmark`` for: torch FP16 + CUDA graphs + GPU pre-processing (batches ``--batches``); the same
-   eager (no CUDA graph) at batch 1; torch with CPU letterboxing at the largest batch; onnxruntime-gpu FP16
+   eager (no CUDA graph) at batch 1; torch with CPU letterboxing (OpenCV threads) at the smallest and largest batch; onnxruntime-gpu FP16
    (GPU pre-processing); torch at batch 1 with 30 ms idle gaps (camera loop); with ``--compile`` also
    torch.compile'd torch (inductor kernels, then CUDA graphs) at the smallest and largest batch;
 5. the network alone (``backend.infer`` on a device tensor, CUDA events) for both backends at batch 1 and max;
@@ -277,7 +277,10 @@ def main() -> int:
 
     step("torch", lambda: run("torch", pt, batches, **kw_torch))
     step("eager", lambda: run("torch_eager", pt, [batches[0]], cuda_graph=False, **kw_torch))
-    step("cpu-pre", lambda: run("torch_cpu_pre", pt, [max(batches)], preprocess="cpu", **kw_torch))
+    step(
+        "cpu-pre",
+        lambda: run("torch_cpu_pre", pt, sorted({batches[0], max(batches)}), preprocess="cpu", **kw_torch),
+    )
     if onnx_path is not None:
         step("ort", lambda: run("onnxruntime", onnx_path, batches, device=dev))
     step("idle", lambda: run("torch_idle30", pt, [1], idle_ms=30.0, **kw_torch))
