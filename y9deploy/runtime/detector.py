@@ -115,6 +115,17 @@ class Detector:
             compile=compile,
         )
         self._closed = False
+        self._gpu = None
+        self._host_blob: np.ndarray | None = None
+        try:
+            self._setup(conf, iou, max_det, classes, agnostic, preprocess, stream)
+        except BaseException:
+            self.close()  # a bad option must not leave the model loaded
+            raise
+
+    def _setup(
+        self, conf: Any, iou: float, max_det: int, classes: Any, agnostic: bool, preprocess: str, stream: Any
+    ) -> None:
         self.info = self.backend.info
         self.names: list[str] = list(self.info.names)
         self.imgsz: tuple[int, int] = tuple(self.backend.input_hw)  # type: ignore[assignment]
@@ -125,7 +136,6 @@ class Detector:
             nc=len(self.names),
             end2end=self.end2end,
         )
-        self._gpu = None
         on_cuda = str(self.backend.device).startswith("cuda")
         if on_cuda:
             from y9deploy.runtime.gpu_pipeline import GpuPipeline, torch_cuda_ready
@@ -135,12 +145,10 @@ class Detector:
                     self.backend, self.info, stream=stream, pre_on_gpu=preprocess != "cpu"
                 )
         if preprocess == "gpu" and self._gpu is None:
-            self.close()
             raise ValueError(
                 f"preprocess='gpu' needs a CUDA backend and torch with CUDA; {self.path.name} runs on "
                 f"{'a CUDA device without torch' if on_cuda else 'the CPU'}."
             )
-        self._host_blob: np.ndarray | None = None
 
     # ---------------------------------------------------------------- public API
     @property
