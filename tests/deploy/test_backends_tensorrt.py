@@ -12,7 +12,12 @@ import pytest
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy import Detector
 from y9deploy.errors import BackendUnavailableError, EngineMismatchError, ModelFileError
-from y9deploy.runtime.tensorrt_backend import output_shape, profile_batch_range, select_input_shape
+from y9deploy.runtime.tensorrt_backend import (
+    engine_profile,
+    output_shape,
+    profile_batch_range,
+    select_input_shape,
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +108,13 @@ def test_profile_shape_selection():
     assert profile_batch_range(static) == (4, 4) and select_input_shape(static, 4) == (4, 3, 384, 640)
     with pytest.raises(ValueError, match="malformed"):
         select_input_shape(((1, 3), (1, 3, 2), (1, 3)), 1)
+
+    class Profile0:  # what ICudaEngine.get_tensor_profile_shape answers for a dynamic-batch input
+        def get_tensor_profile_shape(self, name, index):
+            return [(1, 3, 640, 640), (8, 3, 640, 640), (32, 3, 640, 640)]
+
+    assert engine_profile(Profile0(), "images", (-1, 3, 640, 640)) == profile
+    assert engine_profile(Profile0(), "images", (4, 3, 384, 640)) == static  # a static input: its own shape
     assert output_shape((-1, 84, 8400), 16) == (16, 84, 8400)
     assert output_shape((2, 300, 4), 16) == (2, 300, 4)
 

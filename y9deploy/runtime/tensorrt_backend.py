@@ -60,6 +60,16 @@ def select_input_shape(
     return (int(batch), *rest)
 
 
+def engine_profile(engine: Any, name: str, shape: Shape) -> tuple[Shape, Shape, Shape]:
+    """(min, opt, max) input shapes of profile 0; a static input (no -1 in ``shape``) is its own profile."""
+    if all(d > 0 for d in shape):
+        return (tuple(shape),) * 3  # type: ignore[return-value]
+    dims = [tuple(int(d) for d in s) for s in engine.get_tensor_profile_shape(name, 0)]
+    if len(dims) != 3 or any(len(d) != len(shape) for d in dims):
+        raise ModelFileError(f"the engine reports no usable optimization profile for input {name} ({dims}).")
+    return dims[0], dims[1], dims[2]
+
+
 def output_shape(shape: Shape, batch: int) -> Shape:
     """An engine output shape with its dynamic batch dimension (-1) set to ``batch``."""
     return tuple(batch if (i == 0 and d < 0) else int(d) for i, d in enumerate(shape))
@@ -161,10 +171,7 @@ class TensorRTBackend:
         if image is None:
             raise ModelFileError(f"{where} has no 4-D image input (expected 'images' [B, 3, H, W]).")
         self.input_name, in_shape, self.input_dtype = image
-        profile = tuple(
-            tuple(int(d) for d in s) for s in self.engine.get_tensor_profile_shape(self.input_name, 0)
-        )
-        self.profile: tuple[Shape, Shape, Shape] = profile  # type: ignore[assignment]
+        self.profile: tuple[Shape, Shape, Shape] = engine_profile(self.engine, self.input_name, in_shape)
         self.batch_range = profile_batch_range(self.profile)
         full = select_input_shape(self.profile, self.batch_range[1], where=where)
         self.input_hw = (int(full[2]), int(full[3]))
