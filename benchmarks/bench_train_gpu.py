@@ -335,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.full_epochs > 0:  # fail before the throughput runs, not after them
+        from y9train.validate import require_metrics_backend
+
+        require_metrics_backend()
     if args.ckpt_memory_only:
         rows = ckpt_memory_one_step(args.models, args.imgsz, args.batch, args.device)
         report = {
