@@ -23,6 +23,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "info",
     "data",
+    "reparam",
     "engine",
     "export",
     "predict",
