@@ -22,7 +22,7 @@ What it does:
 6. torch vs onnxruntime detections on a few frames (counts, matched box distance).
 Every step runs in its own try/except: a failure is recorded in summary.json and the run goes on.
 Writes ``bench_<name>.json`` (y9 benchmark JSON, comparable with ``y9 benchmark --compare``) and
-``summary.json`` under ``--out``, and prints a short table.
+``summary.json`` under ``--out`` (the checkpoint and ONNX under ``--work``), and prints a short table.
 """
 
 from __future__ import annotations
@@ -175,6 +175,9 @@ def compare_detections(a_list, b_list) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")))
+    ap.add_argument(
+        "--work", type=Path, default=Path("/tmp/y9-bench-work"), help="checkpoint and ONNX go here"
+    )
     ap.add_argument("--model", default="yolov9-s")
     ap.add_argument("--checkpoint", type=Path, default=None, help="use this .pt instead of random weights")
     ap.add_argument("--frames", nargs="*", default=None, help="images or folders (resized to --frame)")
@@ -197,6 +200,7 @@ def main() -> int:
     batches = [int(b) for b in args.batches.split(",")]
     skip = set(filter(None, args.skip.split(",")))
     args.out.mkdir(parents=True, exist_ok=True)
+    args.work.mkdir(parents=True, exist_ok=True)
     half = not args.no_half
     summary: dict = {"args": {k: str(v) for k, v in vars(args).items()}, "errors": {}, "runs": {}}
 
@@ -241,7 +245,7 @@ def main() -> int:
         fixture_like_weights(model)
         blob, _ = prepare(frames, args.imgsz)
         reestimate_bn(model, [blob[:8], blob[8:]], args.device)
-        return save_checkpoint(model, args.out / f"{args.model}.pt")
+        return save_checkpoint(model, args.work / f"{args.model}.pt")
 
     pt = step("checkpoint", make_checkpoint)
     if pt is None:
@@ -251,7 +255,7 @@ def main() -> int:
     def export() -> Path:
         from y9deploy.export.onnx_export import export_onnx_report
 
-        res = export_onnx_report(pt, args.out / f"{args.model}{'-fp16' if half else ''}.onnx", imgsz=args.imgsz,
+        res = export_onnx_report(pt, args.work / f"{args.model}{'-fp16' if half else ''}.onnx", imgsz=args.imgsz,
                                  half=half, dynamic_batch=True, check=False)  # fmt: skip
         summary["export"] = {"path": str(res.path), "seconds": res.seconds, "notes": res.notes}
         return res.path
