@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from y9deploy.engine.flavour import Flavour, available_flavours, load_flavour, normalize_cc
+from y9deploy.engine.flavour import RTX_TARGETS, Flavour, available_flavours, load_flavour, normalize_cc
 from y9deploy.errors import BackendUnavailableError
 
 
@@ -35,6 +35,7 @@ def test_rtx_flavour_facts():
     assert fl.fp16_by_onnx_conversion and not fl.supports_timing_cache and not fl.builds_nms
     assert {"sm75", "sm80", "sm86", "sm89", "sm120"} <= set(fl.aot_targets)
     assert "sm90" not in fl.aot_targets  # not Hopper
+    assert set(fl.aot_targets) == set(RTX_TARGETS)  # the constant used in sentences written without TensorRT
     assert not hasattr(trt.BuilderFlag, "FP16")  # why FP16 must come from the ONNX
     assert "tensorrt_rtx" in available_flavours()
     assert load_flavour(prefer_aot=True).name == "tensorrt_rtx"

@@ -69,6 +69,10 @@ def test_other_gpu(engine):
         _check(engine, compute_capability="sm86")
     text = str(info.value)
     assert "built for sm89 (Ada" in text and "this GPU is sm86" in text and "--target sm86" in text
+    with pytest.raises(EngineMismatchError) as info:  # an H100/H200: TensorRT-RTX cannot build for it
+        _check(engine, compute_capability="9.0")
+    text = str(info.value)
+    assert "this GPU is sm90 (Hopper" in text and "full tensorrt package" in text and "--target" not in text
 
 
 def test_no_gpu(engine):

@@ -37,6 +37,12 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--check/--no-check", help="Fail unless onnxruntime matches torch (default on)."),
         ] = True,
+        check_images: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--check-images", help="Images or folders for the parity check (default: uniform noise)."
+            ),
+        ] = None,
         conf: Annotated[float, typer.Option("--conf", help="end2end: default score threshold.")] = 0.25,
         iou: Annotated[float, typer.Option("--iou", help="end2end: default IoU threshold.")] = 0.45,
         max_det: Annotated[
@@ -60,6 +66,7 @@ def register(app: typer.Typer) -> None:
             iou=iou,
             max_det=max_det,
             check=check,
+            check_input=check_images or None,
         )
         h, w = result.imgsz
         shape = f"[{'batch' if result.dynamic_batch else result.batch}, 3, {h}, {w}]"

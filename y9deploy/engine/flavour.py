@@ -29,6 +29,10 @@ FLAVOURS: tuple[str, ...] = ("tensorrt", "tensorrt_rtx")
 
 DISPLAY = {"tensorrt": "TensorRT", "tensorrt_rtx": "TensorRT-RTX"}
 
+# What TensorRT-RTX 1.x builds for (its ComputeCapability enum; the loaded module is the authority, see
+# Flavour.aot_targets). Kept here for sentences written without importing TensorRT.
+RTX_TARGETS = ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121")
+
 INSTALL_HINT = (
     "install `tensorrt` from NVIDIA's package index "
     "(pip install --extra-index-url https://pypi.nvidia.com tensorrt) for any NVIDIA GPU, "

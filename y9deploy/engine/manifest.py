@@ -152,7 +152,7 @@ def check_manifest(
     corrupt engine, bad manifest) or EngineMismatchError (other flavour, version, GPU or ONNX), each one
     sentence saying what to do; returns the manifest.
     """
-    from y9deploy.engine.flavour import DISPLAY, normalize_cc
+    from y9deploy.engine.flavour import DISPLAY, RTX_TARGETS, normalize_cc
 
     engine_path = Path(engine_path)
     if not engine_path.is_file():
@@ -185,10 +185,15 @@ def check_manifest(
             "onnxruntime instead"
         )
     if here != man.compute_capability:
+        how = (
+            f"`y9 build-engine {man.onnx_file} --target {here}` with TensorRT-RTX, or on this machine with tensorrt"
+            if here in RTX_TARGETS
+            else f"`y9 build-engine {man.onnx_file}` on this machine with the full tensorrt package "
+            "(TensorRT-RTX does not support this GPU)"
+        )
         raise EngineMismatchError(
             f"{engine_path} was built for {_gpu(man.compute_capability)} GPUs but this GPU is {_gpu(here)}; "
-            f"rebuild it from {man.onnx_file} for this GPU (`y9 build-engine {man.onnx_file} --target {here}` "
-            "with TensorRT-RTX, or on this machine with tensorrt)"
+            f"rebuild it from {man.onnx_file} for this GPU ({how})"
         )
     if verify_sha256:
         digest = file_sha256(engine_path)

@@ -113,6 +113,31 @@ def _torch_to_onnx(model: Any, batch: int, imgsz: tuple[int, int], opset: int, d
     return onnx.load_from_string(buffer.getvalue())
 
 
+def _check_input(check_input: Any, batch: int, hw: tuple[int, int], dynamic_batch: bool) -> np.ndarray:
+    """The parity input: ``check_input`` (an array, or image files/folders) validated, or uniform noise."""
+    from y9deploy.export.parity import image_input, parity_input
+
+    if check_input is None:
+        return parity_input(batch, hw)
+    if isinstance(check_input, (str, os.PathLike, list, tuple)):
+        sources = [check_input] if isinstance(check_input, (str, os.PathLike)) else list(check_input)
+        return image_input(sources, hw, batch)
+    x = np.ascontiguousarray(check_input, dtype=np.float32)
+    if x.ndim != 4 or x.shape[1:] != (3, *hw) or (not dynamic_batch and x.shape[0] != batch):
+        want = f"[{'N' if dynamic_batch else batch}, 3, {hw[0]}, {hw[1]}]"
+        raise ValueError(f"check_input has shape {list(x.shape)}, expected {want}")
+    return x
+
+
+def _set_output_shape(model: Any, channels: int, anchors: int) -> None:
+    """State ``output0``'s [B, 4 + nc, A] (a dynamic-batch trace leaves the channel count symbolic)."""
+    out = next(o for o in model.graph.output if o.name == "output0")
+    dims = out.type.tensor_type.shape.dim
+    for dim, value in zip(list(dims)[1:], (channels, anchors)):
+        dim.Clear()
+        dim.dim_value = value
+
+
 def _check(model: Any, what: str) -> None:
     import onnx
 
@@ -132,7 +157,8 @@ def _parity(model: Any, x: np.ndarray, ref: np.ndarray, rtol: float, half: bool,
         raise Y9Error(
             f"the {'float16' if half else 'float32'} ONNX graph differs from torch in onnxruntime beyond "
             f"tolerance ({result.describe()}); {path} was not written (an untrained network with random "
-            "weights can be chaotic in float32: check it on real images with check_input, or skip with --no-check)"
+            "weights can be chaotic in float32 on noise: check on real images with check_input= or "
+            "`y9 export --check-images DIR`, or skip the check with --no-check)"
         )
     return result
 
@@ -152,17 +178,17 @@ def export_onnx_report(
     iou: float = 0.45,
     max_det: int = 300,
     check: bool = True,
-    check_input: np.ndarray | None = None,
+    check_input: Any = None,
 ) -> ExportResult:
     """Export and report; see :func:`export_onnx`. ``conf``/``iou``/``max_det``: the end2end defaults baked
     into the graph (run-time inputs can override them). ``check=False`` skips the parity check;
-    ``check_input`` (float32 [N, 3, H, W] in 0..1, e.g. letterboxed photos) replaces its default input,
-    uniform noise. Untrained networks with random weights can be chaotic in float32 (tiny rounding
+    ``check_input`` (float32 [N, 3, H, W] in 0..1, or image files/folders, letterboxed here) replaces its
+    default input, uniform noise. Untrained networks with random weights can be chaotic in float32 (tiny rounding
     differences grow to pixels); real images keep them in their calibrated range."""
     import onnx
 
     from y9deploy.export.metadata import build_metadata, set_metadata
-    from y9deploy.export.parity import parity_input, torch_reference
+    from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx
     from y9deploy.export.source import deployable, load_source
 
@@ -177,13 +203,19 @@ def export_onnx_report(
     times: dict[str, float] = {}
     notes: list[str] = []
 
+    check_batch = int(batch) + 1 if dynamic_batch else int(batch)
+    x = _check_input(check_input, check_batch, hw, dynamic_batch)
+    check_batch = x.shape[0]
+
     t = time.perf_counter()
     original, source_sha, label = load_source(source)
     model = deployable(original)
     times["load"] = time.perf_counter() - t
+    anchors = sum((hw[0] // int(s)) * (hw[1] // int(s)) for s in model.stride.tolist())
 
     t = time.perf_counter()
     raw = _torch_to_onnx(model, int(batch), hw, opset, dynamic_batch)
+    _set_output_shape(raw, 4 + int(model.nc), anchors)
     _check(raw, "exported")
     times["export"] = time.perf_counter() - t
     nodes_raw = len(raw.graph.node)
@@ -195,22 +227,14 @@ def export_onnx_report(
         graph, nodes_after, simplified = res.model, res.nodes_after, res.simplified
         if res.note:
             notes.append(f"simplification skipped: {res.note}")
+        _set_output_shape(graph, 4 + int(model.nc), anchors)
     times["simplify"] = time.perf_counter() - t
 
     # Parity against the torch model that was exported (re-parameterized and fused, as timm's check_forward
     # does); y9train.reparam is tested on its own against the official outputs. A dynamic batch is checked at
     # batch + 1 (not the traced batch) to prove the batch really is symbolic.
     t = time.perf_counter()
-    check_batch = int(batch) + 1 if dynamic_batch else int(batch)
-    if check_input is not None:
-        x = np.ascontiguousarray(check_input, dtype=np.float32)
-        if x.ndim != 4 or x.shape[1:] != (3, *hw) or (not dynamic_batch and x.shape[0] != batch):
-            want = f"[{'N' if dynamic_batch else batch}, 3, {hw[0]}, {hw[1]}]"
-            raise ValueError(f"check_input has shape {list(x.shape)}, expected {want}")
-        check_batch = x.shape[0]
-    else:
-        x = parity_input(check_batch, hw)
-    ref = torch_reference(model, x)
+    ref = torch_reference(model, x) if check else None
     parity: list[ParityResult] = []
     if check:
         parity.append(_parity(graph, x, ref, RTOL_FP32, False, path))
@@ -231,9 +255,7 @@ def export_onnx_report(
         from y9deploy.export.parity import run_onnxruntime
 
         t = time.perf_counter()
-        graph = append_nms(
-            graph, nc=int(model.nc), num_anchors=int(ref.shape[2]), conf=conf, iou=iou, max_det=max_det
-        )
+        graph = append_nms(graph, nc=int(model.nc), num_anchors=anchors, conf=conf, iou=iou, max_det=max_det)
         _check(graph, "end2end")
         feed = x.astype(np.float16) if half else x
         num, boxes, _, _ = run_onnxruntime(graph.SerializeToString(), {"images": feed})

@@ -73,6 +73,43 @@ def parity_input(batch: int, imgsz: tuple[int, int], seed: int = 0) -> np.ndarra
     return np.random.default_rng(seed).random((batch, 3, *imgsz), dtype=np.float32)
 
 
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def image_input(sources: list[Any], imgsz: tuple[int, int], batch: int) -> np.ndarray:
+    """Real images as a parity input ``float32 [batch, 3, h, w]`` (RGB, 0..1, letterboxed like the Detector).
+
+    ``sources``: image files and/or folders (their images, sorted); cycled or cut to ``batch`` images.
+    """
+    from pathlib import Path
+
+    import cv2
+
+    from y9deploy.preprocess import letterbox
+
+    files: list[Path] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir():
+            files += sorted(f for f in p.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"check image {p} does not exist")
+    if not files:
+        raise FileNotFoundError(
+            f"no images ({', '.join(IMAGE_SUFFIXES)}) found in {[str(s) for s in sources]}"
+        )
+    out = np.empty((batch, 3, *imgsz), dtype=np.float32)
+    for i in range(batch):
+        img = cv2.imread(str(files[i % len(files)]))
+        if img is None:
+            raise ValueError(f"{files[i % len(files)]} is not an image OpenCV can read")
+        lb, _, _ = letterbox(img, imgsz)
+        out[i] = lb[:, :, ::-1].transpose(2, 0, 1) / 255.0
+    return out
+
+
 def torch_reference(model: Any, x: np.ndarray) -> np.ndarray:
     """The eval-mode torch output ``[B, 4 + nc, A]`` for ``x`` (float32)."""
     import torch
