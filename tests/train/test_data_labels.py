@@ -88,6 +88,7 @@ def test_no_usable_image_is_an_error(tmp_path):
 
 
 def test_cache_hit_skips_parsing_and_is_invalidated_by_changes(tmp_path, monkeypatch):
+    monkeypatch.delenv("Y9_CACHE_DIR", raising=False)  # the default: the cache goes beside the labels
     cfg = load_data_yaml(coco_pair_dataset(tmp_path))
     files = cfg.image_files("train")
     first = load_labels(files, 80)
