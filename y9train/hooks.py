@@ -36,6 +36,9 @@ class TrainHooks:
     rank: int = 0
     world_size: int = 1
 
+    def attach(self, trainer) -> None:
+        """Called once by ``Trainer.__init__`` (e.g. to add callbacks); nothing on one process."""
+
     @property
     def is_main(self) -> bool:
         """Whether this process validates, saves checkpoints and writes logs."""

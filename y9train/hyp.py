@@ -127,6 +127,7 @@ class TrainConfig:
     channels_last: bool | None = None
     compile: bool = False
     grad_checkpointing: bool = False
+    sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False
     val: bool = True
     val_batch: int | None = None

@@ -4,11 +4,16 @@
 Precedence of settings: ``Hyp`` defaults < the ``hyp`` YAML file < explicit options < ``key=value`` overrides.
 Resuming (``resume="auto"``, a run folder or a last.pt) takes every setting from the checkpoint; only
 ``device``, ``workers``, ``verbose`` and ``key=value`` overrides given with it apply.
+
+Under torchrun (``WORLD_SIZE > 1`` in the environment) ``train`` imports ``y9train.distributed`` and trains one
+process of a DistributedDataParallel run (``batch`` is then the global batch); otherwise nothing distributed is
+imported.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +58,25 @@ def split_resume_path(resume: bool, args: list[str]) -> tuple[str | None, list[s
     return (paths[0] if paths else "auto"), rest
 
 
+def world_size() -> int:
+    """Processes of this run as torchrun announces them (``WORLD_SIZE``; 1 when not set)."""
+    value = os.environ.get("WORLD_SIZE", "1").strip() or "1"
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable WORLD_SIZE={value!r} is not an integer.") from None
+
+
+def check_distributed_device(device: str | None, processes: int) -> None:
+    """One sentence when ``device`` names GPUs in a run of several processes (each takes GPU LOCAL_RANK)."""
+    text = "" if device is None else str(device).strip().lower()
+    if text not in ("", "auto", "cpu", "cuda"):
+        raise ValueError(
+            f"device={device!r} in a torchrun run of {processes} processes; expected cpu, cuda or none (process "
+            "LOCAL_RANK takes visible GPU LOCAL_RANK: choose GPUs with CUDA_VISIBLE_DEVICES or y9 train --devices 0,1)."
+        )
+
+
 def train(
     data: str | Path | None = None,
     model: str = "gelan-s",
@@ -64,7 +88,26 @@ def train(
     callbacks=None,
     **options: Any,
 ) -> TrainResult:
-    """Train (or resume) and return the ``TrainResult``. See ``TrainConfig`` for ``options``."""
+    """Train (or resume) and return the ``TrainResult``. See ``TrainConfig`` for ``options``.
+
+    Under torchrun (``WORLD_SIZE > 1``) and without ``hooks``, this process trains through
+    ``y9train.distributed.DistributedHooks`` (closed at the end)."""
+    processes = world_size()
+    if hooks is None and processes > 1:
+        check_distributed_device(options.get("device"), processes)
+        from y9train.distributed import DistributedHooks
+
+        hooks = DistributedHooks.from_env()
+        try:
+            return _train(data, model, resume, hyp_file, overrides, hooks, callbacks, options)
+        finally:
+            hooks.close()
+    return _train(data, model, resume, hyp_file, overrides, hooks, callbacks, options)
+
+
+def _train(
+    data, model, resume, hyp_file, overrides, hooks, callbacks, options: dict[str, Any]
+) -> TrainResult:
     if resume:
         from y9train.train_state import resume_path
 

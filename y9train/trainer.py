@@ -89,6 +89,7 @@ class Trainer:
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
         self.last_grad_norm: torch.Tensor | None = None
+        self.hooks.attach(self)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, overrides: dict[str, Any] | None = None, **kwargs) -> Trainer:
@@ -291,7 +292,8 @@ class Trainer:
             if k == interval - 1 or i == nb - 1:
                 self._flush(buf, host_rows, sums, i + 1, n_steps)
             self._fire("on_step_end")
-        totals = self.hooks.all_reduce_mean(sums).cpu().tolist()  # one sync per epoch
+        counts = torch.cat((sums, sums.new_tensor([images])))
+        totals = self.hooks.all_reduce_mean(counts).cpu().tolist()  # one sync per epoch
         seconds = time.perf_counter() - t_start
         return {
             "epoch": epoch + 1,
@@ -301,7 +303,7 @@ class Trainer:
             "train/grad_norm": totals[3] / max(n_steps, 1),
             "lr": lr if nb else _NAN,
             "time_s": seconds,
-            "img_s": images / seconds,
+            "img_s": totals[4] * self.hooks.world_size / seconds,  # images of all processes
         }
 
     def _optimizer_step(self) -> torch.Tensor:
@@ -331,7 +333,7 @@ class Trainer:
 
     def _flush(self, buf: torch.Tensor, host_rows: list, sums: torch.Tensor, done: int, n_steps: int) -> None:
         """One device -> host copy of the buffered per-batch values; steps.csv rows and the running means."""
-        vals = torch.cat((buf[: len(host_rows)].flatten(), sums)).cpu().tolist()
+        vals = self.hooks.all_reduce_mean(torch.cat((buf[: len(host_rows)].flatten(), sums))).cpu().tolist()
         n = len(host_rows)
         rows = [host_rows[j] + vals[4 * j : 4 * j + 4] for j in range(n)]
         if self.save_dir is not None:

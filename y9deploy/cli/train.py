@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -27,7 +28,25 @@ def _pct(v: float) -> str:
     return "   -" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:5.1f}"
 
 
+def _forwarded_args(ctx: typer.Context, drop: tuple[str, ...] = ("devices", "device")) -> list[str]:
+    """The command line of this ``y9 train`` call rebuilt from its parsed values, less the ``drop`` options."""
+    options: list[str] = []
+    positional: list[str] = []
+    for p in ctx.command.params:
+        if p.name in drop or p.name not in ctx.params:
+            continue
+        value = ctx.params[p.name]
+        if p.param_type_name == "argument":
+            positional += [str(v) for v in value or []]
+        elif getattr(p, "is_flag", False):
+            options += [p.opts[0]] if value else []
+        elif value is not None:
+            options += [p.opts[0], str(value.value if isinstance(value, Enum) else value)]
+    return options + positional
+
+
 def train_command(
+    ctx: typer.Context,
     overrides: Annotated[
         list[str] | None,
         typer.Argument(
@@ -78,8 +97,35 @@ def train_command(
         typer.Option("--new-head", help="New class head when the checkpoint's classes differ from the data."),
     ] = False,
     no_val: Annotated[bool, typer.Option("--no-val", help="Skip validation after each epoch.")] = False,
+    devices: Annotated[
+        str | None,
+        typer.Option(
+            "--devices",
+            help="Train on several GPUs, e.g. 0,1: one process per GPU through torchrun (DDP); --batch is then the "
+            "global batch. cpu,cpu starts CPU processes (gloo).",
+        ),
+    ] = None,
+    sync_bn: Annotated[
+        bool,
+        typer.Option("--sync-bn", help="SyncBatchNorm across processes (--devices / torchrun runs)."),
+    ] = False,
 ) -> None:
-    """Train a YOLOv9 / GELAN model on one device (CPU or one GPU)."""
+    """Train a YOLOv9 / GELAN model on one device (CPU or one GPU), or on several GPUs with --devices."""
+    if devices is not None:
+        from y9train.launch import launch, parse_devices
+
+        chosen = parse_devices(devices)
+        if os.environ.get("WORLD_SIZE", "1") not in ("", "1"):
+            raise ValueError(
+                "--devices starts torchrun itself; under torchrun, choose GPUs with CUDA_VISIBLE_DEVICES."
+            )
+        if device is not None:
+            raise ValueError(
+                f"--device {device} and --devices {devices} were both given; expected one of them."
+            )
+        if chosen.processes > 1:
+            raise typer.Exit(launch(chosen, _forwarded_args(ctx)))
+        device = "cpu" if chosen.cpu else str(chosen.gpus[0])
     from y9train.train import split_resume_path, train
 
     resume_from, overrides = split_resume_path(resume, overrides or [])
@@ -104,7 +150,10 @@ def train_command(
         compile=compile_model or None,
         new_head=new_head or None,
         val=False if no_val else None,
+        sync_bn=sync_bn or None,
     )
+    if os.environ.get("RANK", "0") != "0":
+        return  # torchrun: rank 0 reports
     best = f"{result.best_fitness:.4f} at epoch {result.best_epoch}" if result.best_epoch else "none"
     typer.echo(
         f"{result.epochs_run}/{result.epochs} epochs, {result.steps} optimiser steps"

@@ -2,7 +2,8 @@
 
 Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32, layout in CONTRACTS.md):
 - the anchors are assigned from the branch's own (detached) predictions by ``TaskAlignedAssigner``;
-- ``T = max(sum of the positives' target scores, 1)`` normalises every term;
+- ``T = max(sum of the positives' target scores, 1)`` normalises every term (``normaliser``: a distributed run
+  replaces it so that ``T`` covers the whole global batch, see ``y9train.distributed``);
 - class: BCE-with-logits summed over all anchors and classes, against the target scores (the assigned box's
   class gets the normalised alignment, everything else 0) with label smoothing ``eps`` applied to them:
   ``target * (1 - eps) + eps / 2``; divided by ``T`` (the unsmoothed sum). It is computed sparsely:
@@ -27,7 +28,12 @@ from y9train.loss.boxes import bbox2dist, ciou, dist2bbox
 from y9train.loss.dfl import dfl_decode, dfl_loss
 from y9train.loss.grid import AnchorGrid
 
-__all__ = ["DetectionLoss"]
+__all__ = ["DetectionLoss", "batch_normaliser"]
+
+
+def batch_normaliser(score_sum: torch.Tensor) -> torch.Tensor:
+    """``T = max(score_sum, 1)``: the loss normaliser of one batch from its sum of target scores."""
+    return score_sum.clamp(min=1.0)
 
 
 class DetectionLoss:
@@ -71,6 +77,8 @@ class DetectionLoss:
         self.aux_weight = float(aux_weight)
         self.assigner = TaskAlignedAssigner(topk, alpha, beta, max_pairs=max_pairs, overlap=assigner_overlap)
         self._grids: dict[tuple, AnchorGrid] = {}
+        #: ``T`` from the batch's sum of target scores (Tensor[] -> Tensor[]); replaceable, see the module docstring
+        self.normaliser = batch_normaliser
 
     @classmethod
     def from_model(cls, model, **kwargs) -> DetectionLoss:
@@ -119,7 +127,7 @@ class DetectionLoss:
         box_logits, cls_logits = x.split((4 * r, nc), 1)
         decoder = self._anchor_decoder(box_logits.detach(), grid)
         asg = self.assigner(cls_logits.detach().transpose(1, 2), decoder, grid, labels)
-        norm = asg.score.sum().clamp(min=1.0)
+        norm = self.normaliser(asg.score.sum())
         cls = self._class_loss(cls_logits, asg, labels) / norm
         if len(asg) == 0:
             zero = box_logits.sum() * 0.0
