@@ -139,6 +139,42 @@ def test_half_export(small_model, tmp_path):
     assert read_metadata(report.path).half and report.path.stat().st_size < 0.6 * fp32_weight_bytes
 
 
+def test_half_end2end_export(small_model, tmp_path):
+    """FP16 raw graph + float32 NMS part: the end2end outputs equal the host postprocess of the FP16 raw output."""
+    from y9deploy.postprocess import postprocess
+
+    report = export_onnx_report(
+        small_model, tmp_path / "he.onnx", imgsz=160, half=True, end2end=True, dynamic_batch=True
+    )
+    model = onnx.load(str(report.path))
+    assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    assert [o.name for o in model.graph.output] == ["num_dets", "boxes", "scores", "classes"]
+    meta = read_metadata(report.path)
+    assert (
+        meta.half
+        and meta.end2end
+        and meta.nms_defaults == {"score_threshold": 0.25, "iou_threshold": 0.45, "max_output_boxes": 300}
+    )
+    model.graph.output.append(onnx.helper.make_tensor_value_info("output0", onnx.TensorProto.FLOAT16, None))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(4).random((2, 3, 160, 160), dtype=np.float32).astype(np.float16)
+    num, boxes, scores, classes, raw = sess.run(
+        ["num_dets", "boxes", "scores", "classes", "output0"], {"images": x}
+    )
+    assert boxes.dtype == np.float32 and classes.dtype == np.int32
+    host = postprocess(raw.astype(np.float32), conf=0.25, iou=0.45, max_det=300)
+    for b in range(2):
+        n = int(num[b, 0])
+        assert n == len(host[b]) > 0
+        # FP16 scores tie often and the order among equal scores is not defined: compare the sets of rows
+        got = np.concatenate([boxes[b, :n], scores[b, :n, None], classes[b, :n, None]], 1)
+        np.testing.assert_allclose(_sorted_rows(got), _sorted_rows(host[b]), atol=1e-3)
+
+
+def _sorted_rows(rows: np.ndarray) -> np.ndarray:
+    return rows[np.lexsort(rows.T[::-1])]
+
+
 class _TracedDifferently(nn.Module):
     """A block whose Python branch depends on the data: tracing bakes in the branch of the (zero) dummy."""
 
