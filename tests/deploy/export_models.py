@@ -3,7 +3,7 @@
 The official fixture weights were calibrated on random 256x256 inputs; at 640 on photos these random
 networks saturate or turn chaotic in float32 (tiny rounding differences grow to pixels), which says nothing
 about an export. Following ../shared/fixtures/official/README.md, the BatchNorm statistics are re-estimated
-on real images first (coco8's four train images, letterboxed): the networks then behave like trained ones.
+on real images first (coco8's eight images, letterboxed): the networks then behave like trained ones.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ import cv2
 import numpy as np
 import torch
 
-from tests.conftest import TEST_DATA, shared_path
-
-TEST_IMAGES = ("000000000036.jpg", "000000000042.jpg")
+from tests.conftest import shared_path
 
 
 def letterboxed(paths, hw: tuple[int, int]) -> np.ndarray:
@@ -30,15 +28,6 @@ def letterboxed(paths, hw: tuple[int, int]) -> np.ndarray:
         lb, _, _ = letterbox(img, hw)
         out.append(lb[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
     return np.ascontiguousarray(np.stack(out))
-
-
-def test_images(hw: tuple[int, int], n: int = 2) -> np.ndarray:
-    """The repository's COCO test images (tests/data), repeated to ``n``."""
-    paths = [TEST_DATA / TEST_IMAGES[i % len(TEST_IMAGES)] for i in range(n)]
-    return letterboxed(paths, hw)
-
-
-test_images.__test__ = False  # a helper, not a pytest test
 
 
 def recalibrate_bn(model: torch.nn.Module, x: np.ndarray) -> torch.nn.Module:
