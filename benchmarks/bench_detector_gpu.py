@@ -14,9 +14,11 @@ What it does:
 2. an FP16 ONNX export with a dynamic batch (one file for every batch size);
 3. a confidence threshold picked so that ~``--candidates`` anchors per frame pass it (a trained model on a busy
    scene: a few hundred), so NMS does realistic work on random weights;
-4. ``y9deploy.benchmark`` for: torch FP16 + CUDA graphs + GPU pre-processing (batches ``--batches``); the same
-   eager (no CUDA graph) at batch 1; torch with CPU letterboxing (OpenCV threads) at the smallest and largest batch; onnxruntime-gpu FP16
-   (GPU pre-processing); torch at batch 1 with 30 ms idle gaps (camera loop); with ``--compile`` also
+4. ``y9deploy.benchmark`` for: torch FP16 + CUDA graphs with the Detector's defaults (hybrid pre-processing:
+   OpenCV letterbox, uint8 upload, normalisation on the GPU; host NMS up to 8 frames, GPU NMS above) at
+   batches ``--batches``; the same eager (no CUDA graph) at batch 1; the other pre-processing placements
+   (whole blob on the CPU; whole frames letterboxed on the GPU) and post-processing placements (GPU, host)
+   at the smallest and largest batch; onnxruntime-gpu FP16; torch at batch 1 with 30 ms idle gaps (camera loop); with ``--compile`` also
    torch.compile'd torch (inductor kernels, then CUDA graphs) at the smallest and largest batch;
 5. the network alone (``backend.infer`` on a device tensor, CUDA events) for both backends at batch 1 and max;
 6. torch vs onnxruntime detections on a few frames (counts, matched box distance).
@@ -193,7 +195,7 @@ def main() -> int:
         "--compile", action="store_true", help="also torch.compile (inductor) at batch 1 and max (minutes)"
     )
     ap.add_argument(
-        "--skip", default="", help="comma-separated steps to skip: torch,eager,cpu-pre,ort,idle,net,agree"
+        "--skip", default="", help="comma-separated steps to skip: torch,eager,cpu-pre,gpu-pre,post-gpu,post-cpu,ort,idle,net,agree"
     )
     args = ap.parse_args()
     args.frame_hw = tuple(int(v) for v in args.frame.lower().split("x"))
@@ -281,10 +283,11 @@ def main() -> int:
 
     step("torch", lambda: run("torch", pt, batches, **kw_torch))
     step("eager", lambda: run("torch_eager", pt, [batches[0]], cuda_graph=False, **kw_torch))
-    step(
-        "cpu-pre",
-        lambda: run("torch_cpu_pre", pt, sorted({batches[0], max(batches)}), preprocess="cpu", **kw_torch),
-    )
+    ends = sorted({batches[0], max(batches)})
+    step("cpu-pre", lambda: run("torch_cpu_pre", pt, ends, preprocess="cpu", **kw_torch))
+    step("gpu-pre", lambda: run("torch_gpu_pre", pt, ends, preprocess="gpu", **kw_torch))
+    step("post-gpu", lambda: run("torch_post_gpu", pt, ends, postprocess="gpu", **kw_torch))
+    step("post-cpu", lambda: run("torch_post_cpu", pt, [max(batches)], postprocess="cpu", **kw_torch))
     if onnx_path is not None:
         step("ort", lambda: run("onnxruntime", onnx_path, batches, device=dev))
     step("idle", lambda: run("torch_idle30", pt, [1], idle_ms=30.0, **kw_torch))

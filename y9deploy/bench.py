@@ -217,7 +217,7 @@ def _bench_case(
         warmup=warmup,
         idle_ms=float(idle_ms),
         timer="cuda-events" if cuda else "host",
-        preprocess="gpu" if det._gpu is not None and det._gpu.pre_on_gpu else "cpu",
+        preprocess="cpu" if det._gpu is None else f"{det._gpu.pre}/post-{det._gpu.post}",
         stages=stats,
         img_per_s=batch * iters / total_s if total_s > 0 else 0.0,
         detections_per_image=n_dets / max(1, batch * iters),

@@ -306,6 +306,56 @@ def _to_planar(canvas: np.ndarray, dst: np.ndarray) -> None:
         np.divide(dst, np.float32(255), out=dst)
 
 
+def _checked_infos(
+    frames: np.ndarray | Sequence[np.ndarray], imgsz: Shape, auto: bool, scaleup: bool, stride: int
+) -> tuple[list[np.ndarray], list[LetterboxInfo]]:
+    """Validated frames and their letterbox geometry (one input shape for the whole batch)."""
+    frames = check_frames(frames)
+    infos = [letterbox_info(f.shape[:2], imgsz, auto=auto, scaleup=scaleup, stride=stride) for f in frames]
+    for k, info in enumerate(infos):
+        if min(info.resized_wh) < 1:
+            raise ValueError(
+                f"frame {k} has shape {frames[k].shape}, too thin to letterbox into {info.out_hw}; "
+                "expected an aspect ratio that leaves at least one pixel on each side."
+            )
+    shapes = {i.out_hw for i in infos}
+    if len(shapes) != 1:
+        raise ValueError(
+            f"auto=True gave different input shapes {sorted(shapes)} for the frames of one batch; "
+            "expected one shape (use auto=False for a batch of frames of different sizes)."
+        )
+    return frames, infos
+
+
+def _checked_out(out: np.ndarray | None, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dt)
+    if out.shape != shape or out.dtype != dt or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out has shape {out.shape} and dtype {out.dtype}; expected a C-contiguous {shape} array of {dt}."
+        )
+    return out
+
+
+def _letterbox_into(
+    frame: np.ndarray, info: LetterboxInfo, canvas: np.ndarray, fill: tuple[int, int, int]
+) -> None:
+    """Letterbox ``frame`` into ``canvas`` ndarray[oh, ow, 3] uint8: padding strips painted, the frame resized
+    straight into its window (bit-equal to ``letterbox``: resize + copyMakeBorder)."""
+    (rw, rh), (left, top) = info.resized_wh, info.offset
+    if frame.shape[:2] == canvas.shape[:2]:
+        canvas[...] = frame
+        return
+    _pad_around(canvas, left, top, rw, rh, fill)
+    roi = canvas[top : top + rh, left : left + rw]
+    if frame.shape[:2] == (rh, rw):
+        roi[...] = frame
+    else:
+        resized = cv2.resize(frame, (rw, rh), dst=roi, interpolation=cv2.INTER_LINEAR)
+        if not np.shares_memory(resized, roi):  # this OpenCV build copied instead of writing in place
+            roi[...] = resized
+
+
 def prepare(
     frames: np.ndarray | Sequence[np.ndarray],
     imgsz: Shape = 640,
@@ -332,45 +382,43 @@ def prepare(
     Returns:
         ``(blob, infos)``: blob ndarray[B, 3, H, W] RGB 0..1 and one ``LetterboxInfo`` per frame.
     """
-    frames = check_frames(frames)
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float16):
         raise TypeError(f"dtype is {dt}; expected numpy.float32 or numpy.float16.")
+    frames, infos = _checked_infos(frames, imgsz, auto, scaleup, stride)
     fill = _fill_value(color)
-    infos = [letterbox_info(f.shape[:2], imgsz, auto=auto, scaleup=scaleup, stride=stride) for f in frames]
-    for k, info in enumerate(infos):
-        if min(info.resized_wh) < 1:
-            raise ValueError(
-                f"frame {k} has shape {frames[k].shape}, too thin to letterbox into {info.out_hw}; "
-                "expected an aspect ratio that leaves at least one pixel on each side."
-            )
-    shapes = {i.out_hw for i in infos}
-    if len(shapes) != 1:
-        raise ValueError(
-            f"auto=True gave different input shapes {sorted(shapes)} for the frames of one batch; "
-            "expected one shape (use auto=False for a batch of frames of different sizes)."
-        )
     (oh, ow), n = infos[0].out_hw, len(frames)
-    if out is None:
-        out = np.empty((n, 3, oh, ow), dt)
-    elif out.shape != (n, 3, oh, ow) or out.dtype != dt or not out.flags.c_contiguous:
-        raise ValueError(
-            f"out has shape {out.shape} and dtype {out.dtype}; expected a C-contiguous "
-            f"{(n, 3, oh, ow)} array of {dt}."
-        )
+    out = _checked_out(out, (n, 3, oh, ow), dt)
     canvas, _ = _workspace((oh, ow))
     for k, (frame, info) in enumerate(zip(frames, infos)):
-        (rw, rh), (left, top) = info.resized_wh, info.offset
         if frame.shape[:2] == (oh, ow):  # already the input size: no resize, no padding
             _to_planar(frame, out[k])
             continue
-        _pad_around(canvas, left, top, rw, rh, fill)
-        roi = canvas[top : top + rh, left : left + rw]
-        if frame.shape[:2] == (rh, rw):
-            roi[...] = frame
-        else:  # resize straight into the padded canvas (bit-equal to resize + copyMakeBorder)
-            resized = cv2.resize(frame, (rw, rh), dst=roi, interpolation=cv2.INTER_LINEAR)
-            if not np.shares_memory(resized, roi):  # this OpenCV build copied instead of writing in place
-                roi[...] = resized
+        _letterbox_into(frame, info, canvas, fill)
         _to_planar(canvas, out[k])
+    return out, infos
+
+
+def letterbox_batch_u8(
+    frames: np.ndarray | Sequence[np.ndarray],
+    imgsz: Shape = 640,
+    *,
+    auto: bool = False,
+    scaleup: bool = True,
+    stride: int = 32,
+    color: int | tuple[int, int, int] = 114,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[LetterboxInfo]]:
+    """Frames -> letterboxed uint8 BGR images ndarray[B, H, W, 3] (one pass per frame; no colour or layout
+    change): the compact form to upload to a GPU, which then flips, transposes and normalises.
+
+    Each image equals ``letterbox(frame, imgsz, ...)`` bit for bit. Arguments as ``prepare``;
+    ``out`` (ndarray[B, H, W, 3] uint8, optional) is filled in place (e.g. pinned memory).
+    """
+    frames, infos = _checked_infos(frames, imgsz, auto, scaleup, stride)
+    fill = _fill_value(color)
+    (oh, ow), n = infos[0].out_hw, len(frames)
+    out = _checked_out(out, (n, oh, ow, 3), np.dtype(np.uint8))
+    for k, (frame, info) in enumerate(zip(frames, infos)):
+        _letterbox_into(frame, info, out[k], fill)
     return out, infos

@@ -81,6 +81,11 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(tmp_path):
         for a, b in zip(host, det.predict(frames, conf=conf)):
             np.testing.assert_array_equal(a.xyxy, b.xyxy)
             np.testing.assert_array_equal(a.class_id, b.class_id)
+        for pre, post in (("hybrid", "cpu"), ("hybrid", "gpu"), ("cpu", "gpu")):
+            det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre=pre, post=post, workers=2)
+            for a, b in zip(host, det.predict(frames, conf=conf)):
+                np.testing.assert_array_equal(a.xyxy, b.xyxy)
+                np.testing.assert_array_equal(a.class_id, b.class_id)
         det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
         for a, b in zip(host, det.predict(frames, conf=conf)):
             assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
@@ -102,3 +107,31 @@ def test_letterbox_batch_equals_per_frame_prepare_torch(hw, imgsz):
         want, want_info = prepare_torch(frames, imgsz, dtype=dtype, color=(10, 20, 30))
         got, got_info = letterbox_batch(frames, imgsz, dtype=dtype, color=(10, 20, 30))
         assert got.dtype == dtype and torch.equal(got, want) and got_info == want_info
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
+    """CPU letterbox to uint8 + RGB/CHW//255 on the device == preprocess.prepare, bit for bit."""
+    from types import SimpleNamespace
+
+    from y9deploy.preprocess import letterbox_batch_u8, prepare
+    from y9deploy.runtime.gpu_pipeline import GpuPipeline
+
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 256, hw + (3,), dtype=np.uint8) for hw in [(1080, 1920), (480, 640), (333, 517)]]
+    backend = SimpleNamespace(input_hw=(384, 640), device="cpu", input_dtype=dtype, end2end=False)
+    info = SimpleNamespace(names=["a"], letterbox={"scaleup": True, "stride": 32, "color": 114})
+    pipe = GpuPipeline(backend, info, device="cpu", pre="hybrid", workers=2)
+    try:
+        blob, infos = pipe._pre_hybrid(frames)
+    finally:
+        pipe.close()
+    ref, ref_infos = prepare(frames, (384, 640), dtype=dtype)
+    assert blob.dtype == (torch.float16 if dtype == np.float16 else torch.float32)
+    np.testing.assert_array_equal(blob.numpy(), ref)
+    assert infos == ref_infos
+    u8, _ = letterbox_batch_u8(frames, (384, 640))
+    from y9deploy.preprocess import letterbox
+
+    for img, frame in zip(u8, frames):
+        np.testing.assert_array_equal(img, letterbox(frame, (384, 640))[0])

@@ -73,9 +73,12 @@ class Detector:
         imgsz: network input for ``.pt`` files (default 640); ONNX models and engines fix their own.
         half: FP16 for ``.pt`` on CUDA (default True there).
         cuda_graph: replay the network as a CUDA graph (torch and TensorRT on CUDA; default True).
-        preprocess: where letterboxing runs on a CUDA backend with torch installed: "auto" or "gpu" (on the
-            GPU), "cpu" (OpenCV threads, then upload; decode + NMS still on the GPU). Without torch or CUDA
-            everything runs on the host.
+        preprocess: on a CUDA backend with torch installed: "auto"/"hybrid" (letterbox by OpenCV threads, the
+            compact uint8 image uploaded, colour/layout/normalisation on the GPU), "gpu" (whole frames uploaded,
+            letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
+            CUDA everything runs on the host.
+        postprocess: on a CUDA backend with torch: "auto" (decode + NMS on the host for batches up to 8
+            frames, batched on the GPU above), "cpu" or "gpu".
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
     """
 
@@ -93,10 +96,13 @@ class Detector:
         half: bool | None = None,
         cuda_graph: bool = True,
         preprocess: str = "auto",
+        postprocess: str = "auto",
         compile: bool = False,
     ) -> None:
-        if preprocess not in ("auto", "gpu", "cpu"):
-            raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'gpu' or 'cpu'.")
+        if preprocess not in ("auto", "hybrid", "gpu", "cpu"):
+            raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'hybrid', 'gpu' or 'cpu'.")
+        if postprocess not in ("auto", "gpu", "cpu"):
+            raise ValueError(f"postprocess={postprocess!r}; expected 'auto', 'gpu' or 'cpu'.")
         if not isinstance(path, (str, Path)):
             raise TypeError(
                 f"path is a {type(path).__name__}; expected the path of a .engine, .onnx or .pt file."
@@ -118,13 +124,21 @@ class Detector:
         self._gpu = None
         self._host_blob: np.ndarray | None = None
         try:
-            self._setup(conf, iou, max_det, classes, agnostic, preprocess, stream)
+            self._setup(conf, iou, max_det, classes, agnostic, preprocess, postprocess, stream)
         except BaseException:
             self.close()  # a bad option must not leave the model loaded
             raise
 
     def _setup(
-        self, conf: Any, iou: float, max_det: int, classes: Any, agnostic: bool, preprocess: str, stream: Any
+        self,
+        conf: Any,
+        iou: float,
+        max_det: int,
+        classes: Any,
+        agnostic: bool,
+        preprocess: str,
+        postprocess: str,
+        stream: Any,
     ) -> None:
         self.info = self.backend.info
         self.names: list[str] = list(self.info.names)
@@ -142,7 +156,11 @@ class Detector:
 
             if torch_cuda_ready():
                 self._gpu = GpuPipeline(
-                    self.backend, self.info, stream=stream, pre_on_gpu=preprocess != "cpu"
+                    self.backend,
+                    self.info,
+                    stream=stream,
+                    pre="hybrid" if preprocess == "auto" else preprocess,
+                    post=postprocess,
                 )
         if preprocess == "gpu" and self._gpu is None:
             raise ValueError(
@@ -156,7 +174,7 @@ class Detector:
         return str(self.backend.device)
 
     def __repr__(self) -> str:
-        where = "CPU" if self._gpu is None or not self._gpu.pre_on_gpu else "GPU"
+        where = "cpu" if self._gpu is None else self._gpu.pre
         return (
             f"Detector({str(self.path)!r}, backend={self.backend.name}, device={self.device}, imgsz={self.imgsz}, "
             f"classes={len(self.names)}, end2end={self.end2end}, preprocess={where})"

@@ -1,13 +1,19 @@
 """The Detector's GPU path (torch on CUDA): frames -> Detections with everything but the frame upload and the
 download of the detections on the device, on one CUDA stream.
 
-1. pre-processing: the uint8 frames are copied into a reused pinned buffer and uploaded in one transfer,
-   then letterboxed, flipped to RGB and normalised on the GPU (``gpu_ops.prepare_torch``); or, with
-   ``pre_on_gpu=False``, letterboxed on the CPU by a thread pool (``preprocess.prepare``, OpenCV releases
-   the GIL) into a pinned blob that is uploaded (fewer bytes over PCIe for large batches of big frames);
+1. pre-processing, three ways (``pre``):
+   - "hybrid" (the default): letterboxed on the CPU by a thread pool into a reused pinned uint8 buffer
+     (``preprocess.letterbox_batch_u8``; OpenCV releases the GIL), uploaded (a 640x640 image is 1.2 MB where a
+     1080p frame is 6.2 MB), then flipped to RGB, transposed and normalised on the GPU (bit-equal to
+     ``preprocess.prepare``);
+   - "gpu": the uint8 frames are copied into a reused pinned buffer and uploaded whole, then letterboxed,
+     flipped and normalised on the GPU (``gpu_ops.prepare_torch``; within one grey level of OpenCV);
+   - "cpu": the whole blob is made on the CPU (``preprocess.prepare``) and uploaded (4x the bytes of hybrid);
 2. inference: ``backend.infer`` on the device tensor (a CUDA graph replay on the torch and TensorRT backends);
-3. post-processing: batched decode + NMS on the GPU (``runtime.gpu_postprocess``), one download of the rows;
-   end-to-end outputs are downloaded as they are (a few KB).
+3. post-processing (``post``): for small batches the raw output is downloaded and decoded + NMS'd on the
+   host (``postprocess.postprocess``: no device syncs inside the NMS); for larger ones, batched decode + NMS
+   on the GPU (``runtime.gpu_postprocess``), one download of the rows. "auto" picks by batch size.
+   End-to-end outputs are downloaded as they are (a few KB).
 
 Every buffer is reused between calls (bounded caches), so memory does not grow.
 """
@@ -42,9 +48,14 @@ class GpuPipeline:
         backend: a CUDA backend (its ``infer`` takes and returns torch CUDA tensors).
         info: the model's ModelInfo (letterbox settings, names).
         stream: the torch CUDA stream to run on (created when None).
-        pre_on_gpu: letterbox on the GPU (True) or on the CPU with ``workers`` threads (False).
+        pre: "hybrid", "gpu" or "cpu" (see the module docstring).
+        pre_on_gpu: the older switch: True means pre="gpu", False pre="cpu" (used when ``pre`` is None).
+        post: "auto" (host NMS up to ``HOST_POST_MAX`` images, else GPU), "cpu" or "gpu".
+        workers: threads of the CPU letterbox (default: up to 16, one per core).
         device: torch device (default: the backend's); tests pass "cpu" to run the same code on the CPU.
     """
+
+    HOST_POST_MAX = 8
 
     def __init__(
         self,
@@ -52,7 +63,9 @@ class GpuPipeline:
         info: Any,
         *,
         stream: Any = None,
-        pre_on_gpu: bool = True,
+        pre: str | None = None,
+        pre_on_gpu: bool | None = None,
+        post: str = "auto",
         workers: int | None = None,
         device: Any = None,
     ) -> None:
@@ -67,10 +80,17 @@ class GpuPipeline:
         self.cuda = self.device.type == "cuda"
         self.stream = (stream or torch.cuda.Stream(self.device)) if self.cuda else None
         self.dtype = torch.float16 if np.dtype(backend.input_dtype) == np.float16 else torch.float32
-        self.pre_on_gpu = pre_on_gpu
+        if pre is None:
+            pre = "hybrid" if pre_on_gpu is None else ("gpu" if pre_on_gpu else "cpu")
+        if pre not in ("hybrid", "gpu", "cpu") or post not in ("auto", "cpu", "gpu"):
+            raise ValueError(
+                f"pre={pre!r}, post={post!r}; expected pre hybrid|gpu|cpu and post auto|cpu|gpu."
+            )
+        self.pre, self.post = pre, post
+        self.pre_on_gpu = pre == "gpu"
         self._staging: OrderedDict[tuple[int, ...], Any] = OrderedDict()
         self._host_blob: Any = None
-        self.workers = workers or min(8, os.cpu_count() or 1)
+        self.workers = workers or min(16, os.cpu_count() or 1)
         self._pool = (
             ThreadPoolExecutor(self.workers, thread_name_prefix="y9-pre") if self.workers > 1 else None
         )
@@ -90,7 +110,12 @@ class GpuPipeline:
         ctx = torch.cuda.stream(self.stream) if self.cuda else _nullcontext()
         with ctx:
             timer.mark("start")
-            blob, infos = self._pre_gpu(frames) if self.pre_on_gpu else self._pre_cpu(frames, padded)
+            if self.pre == "hybrid":
+                blob, infos = self._pre_hybrid(frames)
+            elif self.pre == "gpu":
+                blob, infos = self._pre_gpu(frames)
+            else:
+                blob, infos = self._pre_cpu(frames, padded)
             if blob.shape[0] < padded:
                 blob = torch.cat([blob, blob.new_zeros((padded - blob.shape[0], *blob.shape[1:]))])
             timer.mark(PRE)
@@ -157,6 +182,39 @@ class GpuPipeline:
             return prepare_torch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
         return letterbox_batch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
 
+    def _split(self, n: int) -> list[tuple[int, int]]:
+        step = -(-n // (self.workers if self._pool is not None else 1))
+        return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+    def _pre_hybrid(self, frames: list[np.ndarray]) -> tuple[Any, list[Any]]:
+        """CPU letterbox (uint8, thread pool) -> pinned -> upload -> RGB, CHW, /255 on the device."""
+        from y9deploy.preprocess import letterbox_batch_u8
+
+        torch = self._torch
+        lb = self.info.letterbox
+        kwargs = dict(
+            scaleup=bool(lb.get("scaleup", True)),
+            stride=int(lb.get("stride", 32)),
+            color=lb.get("color", 114),
+        )
+        h, w = self.imgsz
+        n = len(frames)
+        staging = self._pinned((n, h, w, 3), torch.uint8)
+        host = staging.numpy()
+        parts = self._split(n)
+        if len(parts) == 1:
+            _, infos = letterbox_batch_u8(frames, self.imgsz, out=host, **kwargs)
+        else:
+            futures = [
+                self._pool.submit(letterbox_batch_u8, frames[a:b], self.imgsz, out=host[a:b], **kwargs)
+                for a, b in parts
+            ]
+            infos = [i for f in futures for i in f.result()[1]]
+        dev = staging.to(self.device, non_blocking=True) if self.cuda else staging
+        # float32 division then rounding to the input dtype: bit-equal to preprocess.prepare
+        blob = dev.permute(0, 3, 1, 2).flip(1).float().div_(255).to(self.dtype).contiguous()
+        return blob, infos
+
     def _pre_cpu(self, frames: list[np.ndarray], padded: int) -> tuple[Any, list[Any]]:
         from y9deploy.preprocess import prepare
 
@@ -193,7 +251,9 @@ class GpuPipeline:
             }
             return host_rows(host, n, opts, end2end=True)
         pred = outputs["output0"] if "output0" in outputs else next(iter(outputs.values()))
-        if not hasattr(pred, "cpu"):
+        on_host = self.post == "cpu" or (self.post == "auto" and n <= self.HOST_POST_MAX)
+        if not hasattr(pred, "cpu") or on_host:
+            pred = pred[:n].cpu().numpy() if hasattr(pred, "cpu") else np.asarray(pred)[:n]
             return host_rows({"output0": pred}, n, opts, end2end=False)
         return batched_postprocess_torch(
             pred[:n],
