@@ -77,8 +77,8 @@ class Detector:
             compact uint8 image uploaded, colour/layout/normalisation on the GPU), "gpu" (whole frames uploaded,
             letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
             CUDA everything runs on the host.
-        postprocess: on a CUDA backend with torch: "auto" (decode + NMS on the host for batches up to 8
-            frames, batched on the GPU above), "cpu" or "gpu".
+        postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu"
+            (the raw output downloaded, decode + NMS on the host).
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
     """
 
