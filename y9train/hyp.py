@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from y9train.data.augment import AugmentConfig
+
 DEFAULT_HYP_PATH = Path(__file__).with_name("configs") / "hyp-default.yaml"
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -61,19 +63,19 @@ class Hyp:
     close_mosaic: int = 15  # mosaic off for the last N epochs
     patience: int = 100  # early stopping: epochs without a better fitness
     multi_scale: bool = False
-    # augmentation (y9train.data.AugmentConfig)
-    mosaic: float = 1.0
-    mixup: float = 0.15
-    copy_paste: float = 0.0
-    degrees: float = 0.0
-    translate: float = 0.1
-    scale: float = 0.9
-    shear: float = 0.0
-    hsv_h: float = 0.015
-    hsv_s: float = 0.7
-    hsv_v: float = 0.4
-    fliplr: float = 0.5
-    flipud: float = 0.0
+    # augmentation: the defaults are AugmentConfig's (one source of truth)
+    mosaic: float = AugmentConfig.mosaic
+    mixup: float = AugmentConfig.mixup
+    copy_paste: float = AugmentConfig.copy_paste
+    degrees: float = AugmentConfig.degrees
+    translate: float = AugmentConfig.translate
+    scale: float = AugmentConfig.scale
+    shear: float = AugmentConfig.shear
+    hsv_h: float = AugmentConfig.hsv_h
+    hsv_s: float = AugmentConfig.hsv_s
+    hsv_v: float = AugmentConfig.hsv_v
+    fliplr: float = AugmentConfig.fliplr
+    flipud: float = AugmentConfig.flipud
 
     def __post_init__(self) -> None:
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
