@@ -118,7 +118,9 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
 
     rng = np.random.default_rng(3)
-    frames = [rng.integers(0, 256, hw + (3,), dtype=np.uint8) for hw in [(1080, 1920), (480, 640), (333, 517)]]
+    frames = [
+        rng.integers(0, 256, hw + (3,), dtype=np.uint8) for hw in [(1080, 1920), (480, 640), (333, 517)]
+    ]
     backend = SimpleNamespace(input_hw=(384, 640), device="cpu", input_dtype=dtype, end2end=False)
     info = SimpleNamespace(names=["a"], letterbox={"scaleup": True, "stride": 32, "color": 114})
     pipe = GpuPipeline(backend, info, device="cpu", pre="hybrid", workers=2)
@@ -135,3 +137,59 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
 
     for img, frame in zip(u8, frames):
         np.testing.assert_array_equal(img, letterbox(frame, (384, 640))[0])
+
+
+def uneven_pred(rng, counts, nc=3, a=1200, chain=()):
+    """[B, 4+nc, A] raw output whose image i has exactly counts[i] anchors with a best score > 0.25; images in
+    ``chain`` get boxes in a row, each overlapping the next (by descending score): the longest suppression
+    chains."""
+    p = np.zeros((len(counts), 4 + nc, a), np.float32)
+    p[:, :2] = rng.uniform(0, 320, (len(counts), 2, a))
+    p[:, 2:4] = rng.uniform(4, 80, (len(counts), 2, a))
+    p[:, 4:] = rng.uniform(0, 0.2, (len(counts), nc, a))
+    for i, n in enumerate(counts):
+        pos = rng.choice(a, n, replace=False)
+        p[i, 4 + rng.integers(0, nc, n), pos] = rng.uniform(0.3, 1, n).round(2)  # ties
+        if i in chain:
+            order = np.sort(pos)[
+                np.argsort(-p[i, 4:].max(0)[np.sort(pos)], kind="stable")
+            ]  # postprocess order
+            p[i, 0, order] = 10 + 5 * np.arange(
+                n
+            )  # 20 px wide, 5 px apart: IoU 0.6 with the next, 0.33 after
+            p[i, 1, order], p[i, 2, order], p[i, 3, order] = 50, 20, 20
+    return p
+
+
+@pytest.mark.parametrize(
+    "counts,budget,chain",
+    [
+        ([0, 1, 7, 31, 32, 33, 64, 65, 300, 2], 1 << 27, (8,)),
+        ([700, 3, 3, 0, 129], 1 << 27, (0,)),
+        ([40, 40, 41, 40, 39, 1000], 600 * 600, (5,)),  # the 1000-candidate image alone: per-image path
+        ([40, 40, 41, 40, 39, 1000, 250], 60 * 60, (2,)),  # the 40s in groups of 2; 250 and 1000 alone
+    ],
+)
+def test_bucketed_uneven_counts_equal_host_postprocess(counts, budget, chain):
+    """Very uneven candidate counts across a batch (buckets of their own k, groups, per-image fallback)."""
+    rng = np.random.default_rng(len(counts) + budget % 97)
+    pred = uneven_pred(rng, counts, chain=chain)
+    for kw in (dict(), dict(agnostic=True, iou=0.7), dict(max_det=5), dict(max_nms=50, iou=0.3)):
+        want = postprocess(pred, conf=0.25, **kw)
+        got = batched_postprocess_torch(torch.from_numpy(pred), conf=0.25, budget=budget, **kw)
+        assert [len(r) for r in got] == [len(r) for r in want]
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)
+    if chain:  # the chain image really is a chain: greedy keeps every other box
+        rows = postprocess(pred[list(chain)], conf=0.25, agnostic=True, max_det=10_000)[0]
+        assert len(rows) == -(-counts[chain[0]] // 2)
+
+
+def test_bucket_images():
+    from y9deploy.runtime.gpu_postprocess import bucket_images
+
+    counts = [0, 1, 32, 33, 64, 65, 5, 0, 300, 257]
+    buckets = bucket_images(counts)
+    assert buckets == [(32, [1, 2, 6]), (64, [3, 4]), (65, [5]), (300, [8, 9])]
+    assert sorted(i for _, idx in buckets for i in idx) == [i for i, n in enumerate(counts) if n]
+    assert bucket_images([0, 0]) == []

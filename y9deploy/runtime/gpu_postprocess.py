@@ -1,13 +1,23 @@
 """Batched decode + NMS of a whole batch on the GPU, for the Detector's GPU path (torch imported lazily).
 
 ``y9deploy.gpu_ops.postprocess_torch`` handles one image at a time, with a few device syncs each; at batch
-64 those syncs dominate. This does the batch at once: one sync for the candidate count, a batched stable
-sort, batched IoU matrices (``[b, K, K]``, images taken in groups that fit ``budget`` elements), the greedy
-NMS as the fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t, i < j)`` (one sync per
-pass), and one download of the rows. It computes the same float32 operations in the same order as
-``y9deploy.postprocess.postprocess`` (candidates, stable descending order, class offsets, IoU formula,
-threshold), so the detections are identical (tests compare them on CPU tensors). Images whose candidate
-count would not fit ``budget`` go through ``gpu_ops.postprocess_torch``.
+64 those syncs dominate. This does the batch at once:
+
+1. candidates of every image (best class > conf), and ONE download: the per-image candidate counts;
+2. a batched stable sort of the scores, boxes gathered up to the largest count;
+3. images grouped into buckets of similar count ``k`` (the next power of two, at least ``MIN_BUCKET``), each
+   bucket run at its own largest ``k``: one frame with thousands of candidates no longer inflates the
+   ``[b, k, k]`` IoU matrices of the others;
+4. per bucket, the IoU > threshold matrix of the sorted boxes (upper triangle) and the greedy NMS as the
+   fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t, i < j)`` (one sync every
+   ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes); buckets whose ``[b, k, k]``
+   matrices would not fit ``budget`` elements go in groups, and an image whose own ``k * k`` exceeds
+   ``budget`` goes through ``gpu_ops.postprocess_torch``;
+5. ONE download of the rows of every bucket (boxes, score, class, keep flag).
+
+It computes the same float32 operations in the same order as ``y9deploy.postprocess.postprocess``
+(candidates, stable descending order, class offsets, IoU formula, threshold), so the detections are
+identical (tests compare them bit for bit on CPU tensors).
 """
 
 from __future__ import annotations
@@ -21,6 +31,24 @@ from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
 
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks
+MIN_BUCKET = 32  # smallest bucket of candidate counts
+
+
+def bucket_images(counts: list[int], min_k: int = MIN_BUCKET) -> list[tuple[int, list[int]]]:
+    """Group images by candidate count.
+
+    Args:
+        counts: candidates per image (B ints).
+        min_k: smallest bucket.
+    Returns:
+        ``[(k, image indices)]`` by ascending bucket: images whose count has the same next power of two (at
+        least ``min_k``); ``k`` is the largest count in the bucket. Images without candidates are left out.
+    """
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(counts):
+        if n > 0:
+            groups.setdefault(max(int(min_k), 1 << (int(n) - 1).bit_length()), []).append(i)
+    return [(max(counts[i] for i in idx), idx) for _, idx in sorted(groups.items())]
 
 
 def batched_postprocess_torch(
@@ -53,20 +81,58 @@ def batched_postprocess_torch(
     valid = best > (torch.as_tensor(thr, device=dev)[cls] if thr.ndim == 1 else float(thr))
     if ids is not None:
         valid &= torch.isin(cls, torch.as_tensor(ids, device=dev))
-    k = min(int(valid.sum(1).max()), int(max_nms))  # the one sync before the NMS
-    if k == 0:
-        return [np.zeros((0, 6), np.float32) for _ in range(b)]
+    counts_t = valid.sum(1).clamp_(max=int(max_nms))  # [B]
+    counts = counts_t.tolist()  # the one sync before the NMS
+    out = [np.zeros((0, 6), np.float32) for _ in range(b)]
+    kmax = max(counts, default=0)
+    if kmax == 0:
+        return out
     key = torch.where(valid, best, torch.full_like(best, -float("inf")))
-    order = torch.sort(key, dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
-    scores = best.gather(1, order)
-    cls_k = cls.gather(1, order)
-    alive = valid.gather(1, order)
-    xywh = pred[:, :4].gather(2, order[:, None, :].expand(b, 4, k))  # [B, 4, K]
+    order = torch.sort(key, dim=1, descending=True, stable=True).indices[:, :kmax]  # [B, K]
+    scores = best.gather(1, order)  # [B, K]
+    clsf = cls.gather(1, order).float()  # [B, K]
+    xywh = pred[:, :4].gather(2, order[:, None, :].expand(b, 4, kmax))  # [B, 4, K]
     half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
     boxes = torch.stack(
         [xywh[:, 0] - half_w, xywh[:, 1] - half_h, xywh[:, 0] + half_w, xywh[:, 1] + half_h], 2
-    )
-    clsf = cls_k.float()
+    )  # [B, K, 4]
+    t = float(threshold_below(iou))
+    parts: list[tuple[list[int], Any]] = []
+    for k, members in bucket_images(counts):
+        if k * k > budget:  # one image alone would not fit: the per-image path
+            kw = dict(
+                conf=conf, iou=iou, agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms
+            )
+            for i, rows in zip(members, _per_image(pred[members], **kw)):
+                out[i] = rows
+            continue
+        idx = torch.as_tensor(members, device=dev)
+        bx, n = boxes[idx, :k], counts_t[idx]
+        keep = _bucket_keep(bx, clsf[idx, :k], n, agnostic=agnostic, t=t, max_det=int(max_det),
+                            budget=budget)  # fmt: skip
+        parts.append(
+            (members, torch.cat([bx, scores[idx, :k, None], clsf[idx, :k, None], keep[..., None]], 2))
+        )
+    if parts:
+        flat = torch.cat([p.reshape(-1) for _, p in parts]).cpu().numpy()  # the one download of the rows
+        pos = 0
+        for members, p in parts:
+            blk = flat[pos : pos + p.numel()].reshape(p.shape)
+            pos += p.numel()
+            for j, i in enumerate(members):
+                out[i] = np.ascontiguousarray(blk[j][blk[j, :, 6] > 0, :6])
+    return out
+
+
+def _bucket_keep(
+    boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int
+) -> Any:
+    """One bucket: boxes Tensor[b, K, 4] sorted by score, clsf Tensor[b, K] classes (float), n Tensor[b]
+    candidates per image (positions >= n are padding) -> keep Tensor[b, K] float (1.0 kept, 0.0 not)."""
+    import torch
+
+    b, k = boxes.shape[:2]
+    alive = torch.arange(k, device=boxes.device)[None, :] < n[:, None]  # [b, K]
     if agnostic:
         shifted = boxes
     else:
@@ -75,25 +141,20 @@ def batched_postprocess_torch(
         span = hi - lo
         offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
         shifted = boxes + (clsf * offset[:, None])[..., None]
-    t = float(threshold_below(iou))
-    if k * k > budget:
-        return _per_image(
-            pred, conf=conf, iou=iou, agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms
-        )
     group = max(1, budget // (k * k))
+    upper = torch.ones((k, k), dtype=torch.bool, device=boxes.device).triu_(1)
     keep_all = []
-    upper = torch.ones((k, k), dtype=torch.bool, device=dev).triu_(1)
     for s in range(0, b, group):
-        keep_all.append(_greedy(shifted[s : s + group], alive[s : s + group], upper, t))
+        over = _overlaps(shifted[s : s + group], upper, t)
+        keep_all.append(_fixed_point(over, alive[s : s + group]))
     keep = torch.cat(keep_all)
-    keep &= keep.cumsum(1) <= int(max_det)
-    rows = torch.cat([boxes, scores[..., None], clsf[..., None]], 2)
-    rows_h, keep_h = rows.cpu().numpy(), keep.cpu().numpy()
-    return [np.ascontiguousarray(rows_h[i][keep_h[i]]) for i in range(b)]
+    keep &= keep.cumsum(1) <= max_det
+    return keep.float()
 
 
-def _greedy(boxes: Any, alive: Any, upper: Any, t: float) -> Any:
-    """Greedy NMS of sorted boxes Tensor[b, K, 4] (alive Tensor[b, K] bool) -> keep Tensor[b, K] bool."""
+def _overlaps(boxes: Any, upper: Any, t: float) -> Any:
+    """boxes Tensor[b, K, 4] (sorted), upper Tensor[K, K] bool (strict upper triangle) -> Tensor[b, K, K] bool:
+    ``iou[i, j] > t and i < j``, with the float32 IoU formula of ``nms.box_iou``."""
     import torch
 
     x1, y1, x2, y2 = boxes.unbind(2)
@@ -107,11 +168,18 @@ def _greedy(boxes: Any, alive: Any, upper: Any, t: float) -> Any:
     union -= inter
     over = torch.div(inter, union, out=inter) > t
     over &= upper
-    del w, h, union, inter
+    return over
+
+
+def _fixed_point(over: Any, alive: Any) -> Any:
+    """Greedy NMS as a fixed point: over Tensor[b, K, K] bool (upper triangle), alive Tensor[b, K] bool ->
+    keep Tensor[b, K] bool."""
+    import torch
+
     keep = alive.clone()
-    # Fixed-point passes; the convergence test (a device sync) only every CHECK_EVERY passes: extra passes
-    # at the fixed point change nothing and cost far less than a sync each.
-    for _ in range(0, boxes.shape[1] + CHECK_EVERY, CHECK_EVERY):
+    # The convergence test (a device sync) only every CHECK_EVERY passes: extra passes at the fixed point
+    # change nothing and cost far less than a sync each.
+    for _ in range(0, over.shape[1] + CHECK_EVERY, CHECK_EVERY):
         prev = keep
         for _ in range(CHECK_EVERY):
             keep = alive & ~(over & keep[:, :, None]).any(1)
