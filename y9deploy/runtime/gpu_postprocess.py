@@ -8,20 +8,27 @@
 3. images grouped into buckets of similar count ``k`` (the next power of two, at least ``MIN_BUCKET``), each
    bucket run at its own largest ``k``: one frame with thousands of candidates no longer inflates the
    ``[b, k, k]`` IoU matrices of the others;
-4. per bucket, the IoU > threshold matrix of the sorted boxes (upper triangle) and the greedy NMS as the
-   fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t, i < j)`` (one sync every
-   ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes); buckets whose ``[b, k, k]``
-   matrices would not fit ``budget`` elements go in groups, and an image whose own ``k * k`` exceeds
-   ``budget`` goes through ``gpu_ops.postprocess_torch``;
+4. per bucket, the IoU > threshold matrix of the sorted boxes (computed once) and the greedy NMS, either
+   - ``scan="triton"`` (what "auto" picks on CUDA tensors when triton imports, for ``k <=
+     nms_triton.MAX_K``): the matrix packed into bit words and the greedy scan walked box by box in one
+     Triton kernel launch per bucket (``runtime.nms_triton``): its cost does not grow with suppression
+     chains, and it needs no sync; or
+   - ``scan="fixed-point"``: the fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t,
+     i < j)`` (one sync every ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes);
+   buckets whose ``[b, k, k]`` matrices would not fit ``budget`` elements go in groups, and an image whose
+   own ``k * k`` exceeds ``budget`` goes through ``gpu_ops.postprocess_torch``;
 5. ONE download of the rows of every bucket (boxes, score, class, keep flag).
 
 It computes the same float32 operations in the same order as ``y9deploy.postprocess.postprocess``
 (candidates, stable descending order, class offsets, IoU formula, threshold), so the detections are
-identical (tests compare them bit for bit on CPU tensors).
+identical (tests compare them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter).
+With "auto", a Triton kernel that fails to compile or launch on this machine is reported once with a warning
+(and in ``TRITON_ERROR``) and the fixed point is used from then on.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,6 +39,45 @@ from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks
 MIN_BUCKET = 32  # smallest bucket of candidate counts
+SCANS = ("auto", "triton", "fixed-point")
+TRITON_ERROR: str | None = None  # why "auto" stopped using the Triton kernel on this machine, if it did
+_TRITON: list[Any] = []  # the nms_triton module (or None), probed once
+
+
+def triton_scan_ready() -> bool:
+    """True when "auto" uses the Triton scan on CUDA tensors: torch has CUDA, triton imports, and the kernel
+    has not failed here."""
+    if not _TRITON:
+        mod = None
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                from y9deploy.runtime import nms_triton as mod
+        except ImportError:
+            mod = None
+        _TRITON.append(mod)
+    return _TRITON[0] is not None and TRITON_ERROR is None
+
+
+def _pick_scan(scan: str, pred: Any) -> str:
+    """The scan to use for pred's device: "triton" or "fixed-point"."""
+    if scan not in SCANS:
+        raise ValueError(f"scan={scan!r}; expected one of {', '.join(SCANS)}.")
+    if scan == "auto":
+        return "triton" if pred.is_cuda and triton_scan_ready() else "fixed-point"
+    if scan == "triton":
+        try:
+            from y9deploy.runtime import nms_triton
+        except ImportError as exc:
+            from y9deploy.errors import BackendUnavailableError
+
+            raise BackendUnavailableError(f"scan='triton' needs the triton package ({exc}).") from exc
+        if not (pred.is_cuda or nms_triton.interpreting()):
+            raise ValueError(
+                f"scan='triton' got tensors on {pred.device}; expected CUDA tensors (or TRITON_INTERPRET=1)."
+            )
+    return scan
 
 
 def bucket_images(counts: list[int], min_k: int = MIN_BUCKET) -> list[tuple[int, list[int]]]:
@@ -61,9 +107,14 @@ def batched_postprocess_torch(
     classes: Any = None,
     max_nms: int = MAX_NMS,
     budget: int = BUDGET,
+    scan: str = "auto",
 ) -> list[np.ndarray]:
     """pred (Tensor[B, 4+nc, A], any device) -> list of B ndarray[N, 6] float32 rows (x1, y1, x2, y2, score,
-    class) in input pixels by descending score: the result of ``postprocess.postprocess``."""
+    class) in input pixels by descending score: the result of ``postprocess.postprocess``.
+
+    ``scan``: "auto" (the Triton kernel on CUDA tensors when triton imports, else the fixed point), "triton"
+    (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the module docstring.
+    """
     import torch
 
     if pred.ndim != 3 or pred.shape[1] < 5:
@@ -72,6 +123,7 @@ def batched_postprocess_torch(
         )
     if int(max_det) < 1:
         raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
+    scan = _pick_scan(scan, pred)
     pred = pred.float()
     b, c, _ = pred.shape
     nc, dev = c - 4, pred.device
@@ -109,7 +161,7 @@ def batched_postprocess_torch(
         idx = torch.as_tensor(members, device=dev)
         bx, n = boxes[idx, :k], counts_t[idx]
         keep = _bucket_keep(bx, clsf[idx, :k], n, agnostic=agnostic, t=t, max_det=int(max_det),
-                            budget=budget)  # fmt: skip
+                            budget=budget, scan=scan)  # fmt: skip
         parts.append(
             (members, torch.cat([bx, scores[idx, :k, None], clsf[idx, :k, None], keep[..., None]], 2))
         )
@@ -125,7 +177,7 @@ def batched_postprocess_torch(
 
 
 def _bucket_keep(
-    boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int
+    boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int, scan: str
 ) -> Any:
     """One bucket: boxes Tensor[b, K, 4] sorted by score, clsf Tensor[b, K] classes (float), n Tensor[b]
     candidates per image (positions >= n are padding) -> keep Tensor[b, K] float (1.0 kept, 0.0 not)."""
@@ -142,19 +194,46 @@ def _bucket_keep(
         offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
         shifted = boxes + (clsf * offset[:, None])[..., None]
     group = max(1, budget // (k * k))
-    upper = torch.ones((k, k), dtype=torch.bool, device=boxes.device).triu_(1)
+    upper = None
     keep_all = []
     for s in range(0, b, group):
-        over = _overlaps(shifted[s : s + group], upper, t)
-        keep_all.append(_fixed_point(over, alive[s : s + group]))
+        over = _overlaps(shifted[s : s + group], t)
+        keep = _triton_keep(over, n[s : s + group], max_det, scan) if scan == "triton" else None
+        if keep is None:
+            if upper is None:
+                upper = torch.ones((k, k), dtype=torch.bool, device=boxes.device).triu_(1)
+            keep = _fixed_point(over.logical_and_(upper), alive[s : s + group])
+        keep_all.append(keep)
     keep = torch.cat(keep_all)
     keep &= keep.cumsum(1) <= max_det
     return keep.float()
 
 
-def _overlaps(boxes: Any, upper: Any, t: float) -> Any:
-    """boxes Tensor[b, K, 4] (sorted), upper Tensor[K, K] bool (strict upper triangle) -> Tensor[b, K, K] bool:
-    ``iou[i, j] > t and i < j``, with the float32 IoU formula of ``nms.box_iou``."""
+def _triton_keep(over: Any, n: Any, max_det: int, scan: str) -> Any:
+    """The Triton scan of one group (Tensor[b, K] bool), or None when K is above its limit or, under "auto",
+    the kernel failed here (then reported once and not tried again)."""
+    global TRITON_ERROR
+    from y9deploy.runtime import nms_triton
+
+    if over.shape[1] > nms_triton.MAX_K or TRITON_ERROR is not None:
+        return None
+    try:
+        return nms_triton.greedy_keep(over, n, max_det)
+    except Exception as exc:  # noqa: BLE001 - a kernel that cannot build here must not stop the Detector
+        if scan != "auto":
+            raise
+        TRITON_ERROR = f"{type(exc).__name__}: {exc}"
+        warnings.warn(
+            f"the Triton NMS kernel failed on this machine ({TRITON_ERROR}); using the fixed-point NMS.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def _overlaps(boxes: Any, t: float) -> Any:
+    """boxes Tensor[b, K, 4] (sorted) -> Tensor[b, K, K] bool ``iou[i, j] > t``, with the float32 IoU formula
+    of ``nms.box_iou``."""
     import torch
 
     x1, y1, x2, y2 = boxes.unbind(2)
@@ -166,9 +245,7 @@ def _overlaps(boxes: Any, upper: Any, t: float) -> Any:
     inter = w.mul_(h)
     union = area[:, :, None] + area[:, None, :]
     union -= inter
-    over = torch.div(inter, union, out=inter) > t
-    over &= upper
-    return over
+    return torch.div(inter, union, out=inter) > t
 
 
 def _fixed_point(over: Any, alive: Any) -> Any:

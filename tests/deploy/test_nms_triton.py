@@ -1,0 +1,134 @@
+"""The Triton greedy-NMS scan (``y9deploy.runtime.nms_triton``) run on the CPU by Triton's interpreter
+(TRITON_INTERPRET=1: the same kernel source, executed with numpy semantics), against a slow greedy reference
+written here and against the host ``postprocess``.
+
+SKIPPED when triton is not importable (torch's CPU wheels do not bring it; the project's extras do not add it:
+its wheel is ~290 MB), so in CI these tests skip. What the interpreter cannot show (compilation for a real GPU,
+speed) is covered by benchmarks/bench_detector_gpu.py on the H200.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton", reason="triton is not installed: the Triton NMS kernel cannot be tested here")
+
+from tests.deploy.test_detector_gpu_path import random_pred, uneven_pred  # noqa: E402
+from y9deploy.postprocess import postprocess  # noqa: E402
+from y9deploy.runtime import nms_triton  # noqa: E402
+from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def interpret(monkeypatch):
+    """Triton's CPU interpreter for every test here (read by triton at each kernel build and launch)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert nms_triton.interpreting()
+
+
+def slow_greedy(over: np.ndarray, n: np.ndarray, max_det: int) -> np.ndarray:
+    """Greedy NMS straight from the definition: walk boxes by score, keep one unless a kept box before it
+    overlaps it (over[i, j], i < j), stop keeping after max_det."""
+    b, k, _ = over.shape
+    keep = np.zeros((b, k), bool)
+    for x in range(b):
+        kept: list[int] = []
+        for j in range(int(n[x])):
+            if len(kept) < max_det and not any(over[x, i, j] for i in kept):
+                kept.append(j)
+        keep[x, kept] = True
+    return keep
+
+
+def test_pack_rows_bit_layout():
+    rng = np.random.default_rng(0)
+    for k in (1, 31, 32, 33, 100):
+        over = rng.random((2, k, k)) < 0.3
+        words = nms_triton.pack_rows(torch.from_numpy(over)).numpy()
+        assert words.dtype == np.int32 and words.shape == (2, k, -(-k // 32))
+        bits = (words[..., None].astype(np.int64) >> np.arange(32)) & 1  # bit j of word w = box 32 w + j
+        np.testing.assert_array_equal(bits.reshape(2, k, -1)[..., :k].astype(bool), over)
+        assert not bits.reshape(2, k, -1)[..., k:].any()
+
+
+@pytest.mark.parametrize("k", [1, 5, 31, 32, 33, 64, 100, 257])
+def test_kernel_equals_slow_greedy(k):
+    """Random overlap matrices (lower triangle and diagonal filled with junk the kernel must ignore), images
+    with fewer boxes than K, none at all, and max_det limits."""
+    rng = np.random.default_rng(k)
+    over = rng.random((4, k, k)) < rng.choice([0.02, 0.1, 0.5])
+    n = np.array([k, max(0, k - 3), 0, (k + 1) // 2])
+    for max_det in (10_000, 1, 7):
+        got = nms_triton.greedy_keep(torch.from_numpy(over), torch.from_numpy(n), max_det).numpy()
+        np.testing.assert_array_equal(got, slow_greedy(np.triu(over, 1), n, max_det))
+
+
+def test_kernel_dense_chain():
+    """300 boxes each overlapping the next only: greedy keeps every other one (a chain the fixed point needs
+    ~300 passes for); with each overlapping the next two: every third."""
+    k = 300
+    over = np.zeros((2, k, k), bool)
+    i = np.arange(k - 1)
+    over[:, i, i + 1] = True
+    over[1, i[:-1], i[:-1] + 2] = True
+    got = nms_triton.greedy_keep(torch.from_numpy(over), torch.tensor([k, k]), 10_000).numpy()
+    np.testing.assert_array_equal(got[0], np.arange(k) % 2 == 0)
+    np.testing.assert_array_equal(got[1], np.arange(k) % 3 == 0)
+    np.testing.assert_array_equal(got, slow_greedy(over, np.array([k, k]), 10_000))
+
+
+def test_kernel_bad_input():
+    with pytest.raises(ValueError, match="expected \\[B, K, K\\] bool"):
+        nms_triton.greedy_keep(torch.zeros((1, 3, 4), dtype=torch.bool), torch.tensor([3]), 5)
+    with pytest.raises(ValueError, match="K <= 4096"):
+        nms_triton.greedy_keep(torch.zeros((1, 4097, 4097), dtype=torch.bool), torch.tensor([1]), 5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batched_triton_equals_host_postprocess(seed):
+    """Randomized raw outputs (ties in half the cases, classes, per-class thresholds, agnostic, max_det)."""
+    rng = np.random.default_rng(100 + seed)
+    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 500))
+    pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
+    kw = dict(conf=float(rng.choice([0.05, 0.3, 0.7])), iou=float(rng.choice([0.2, 0.45, 0.7])),
+              agnostic=bool(rng.integers(2)), max_det=int(rng.choice([3, 50, 300])))  # fmt: skip
+    if seed % 3 == 0:
+        kw["classes"] = [0, nc - 1]
+    if seed % 4 == 1:
+        kw["conf"] = list(rng.uniform(0.2, 0.8, nc))
+    want = postprocess(pred, **kw)
+    got = batched_postprocess_torch(torch.from_numpy(pred), scan="triton", **kw)
+    for x, y in zip(got, want):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "counts,chain",
+    [([0, 1, 7, 31, 33, 65, 300, 2], (6,)), ([300, 3, 0, 129, 70], (0, 3)), ([45, 45, 45], ())],
+)
+def test_batched_triton_uneven_counts_and_chains(counts, chain, monkeypatch):
+    """Several images of very different k (K not a multiple of 32) in one batch, with dense chains (300 boxes
+    each overlapping the next); and with the kernel's limit lowered to 64, buckets above it take the fixed
+    point in the same call."""
+    rng = np.random.default_rng(sum(counts))
+    pred = uneven_pred(rng, counts, a=700, chain=chain)
+    for kw in (dict(), dict(agnostic=True), dict(max_det=4), dict(iou=0.65, max_nms=100)):
+        want = postprocess(pred, conf=0.25, **kw)
+        got = batched_postprocess_torch(torch.from_numpy(pred), conf=0.25, scan="triton", **kw)
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)
+    monkeypatch.setattr(nms_triton, "MAX_K", 64)
+    want = postprocess(pred, conf=0.25)
+    for x, y in zip(batched_postprocess_torch(torch.from_numpy(pred), conf=0.25, scan="triton"), want):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_scan_argument(monkeypatch):
+    pred = torch.from_numpy(random_pred(np.random.default_rng(0), 1, 2, 50))
+    with pytest.raises(ValueError, match="scan='bogus'"):
+        batched_postprocess_torch(pred, scan="bogus")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="expected CUDA tensors"):
+        batched_postprocess_torch(pred, scan="triton")
