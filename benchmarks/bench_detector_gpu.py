@@ -3,6 +3,8 @@
     PYTHONPATH=. python benchmarks/bench_detector_gpu.py --out "$OUT"          # the H200 run (defaults below)
     PYTHONPATH=. python benchmarks/bench_detector_gpu.py --device cpu --model gelan-t --imgsz 160 \
         --batches 1,2 --iters 3 --warmup 1 --no-half --out /tmp/smoke                # a CPU smoke test
+    PYTHONPATH=. python benchmarks/bench_detector_gpu.py --stream --compile --out "$OUT"  # only the nms and
+                                                                     # stream steps (+ compiled stream)
 
 Needs only this repository (y9deploy, y9train), torch, onnx, onnxconverter-common (FP16 ONNX) and, for the
 onnxruntime rows, onnxruntime-gpu; optional inputs are passed as arguments (--checkpoint, --frames).
@@ -21,7 +23,13 @@ What it does:
    at the smallest and largest batch; onnxruntime-gpu FP16; torch at batch 1 with 30 ms idle gaps (camera loop); with ``--compile`` also
    torch.compile'd torch (inductor kernels, then CUDA graphs) at the smallest and largest batch;
 5. the network alone (``backend.infer`` on a device tensor, CUDA events) for both backends at batch 1 and max;
-6. torch vs onnxruntime detections on a few frames (counts, matched box distance).
+6. torch vs onnxruntime detections on a few frames (counts, matched box distance);
+7. step ``nms``: the batched GPU post-processing alone on the real raw output at the largest batch, with the
+   Triton scan and with the fixed point, at ~``--candidates`` and ~4x as many candidates per frame: ms per
+   call, and whether each result equals the host ``postprocess`` bit for bit (``equal_to_host``);
+8. step ``stream``: ``Detector.predict_stream`` (the letterbox of batch i+1 overlapping the GPU work of batch
+   i) at ``--stream-batches`` (32, 64), mode "stream" in the JSON; with ``--compile`` also compiled.
+``--stream`` runs only steps 1, 3, 7 and 8.
 Every step runs in its own try/except: a failure is recorded in summary.json and the run goes on.
 Writes ``bench_<name>.json`` (y9 benchmark JSON, comparable with ``y9 benchmark --compare``) and
 ``summary.json`` under ``--out`` (the checkpoint and ONNX under ``--work``), and prints a short table.
@@ -195,12 +203,31 @@ def main() -> int:
         "--compile", action="store_true", help="also torch.compile (inductor) at batch 1 and max (minutes)"
     )
     ap.add_argument(
-        "--skip", default="", help="comma-separated steps to skip: torch,eager,cpu-pre,gpu-pre,post-gpu,post-cpu,ort,idle,net,agree"
+        "--skip",
+        default="",
+        help="comma-separated steps to skip: torch,eager,cpu-pre,gpu-pre,post-gpu,post-cpu,ort,idle,net,agree,nms,stream",
     )
+    ap.add_argument(
+        "--stream", action="store_true", help="only the nms and stream steps (and what they need)"
+    )
+    ap.add_argument("--stream-batches", default="32,64", help="batch sizes of the stream step")
     args = ap.parse_args()
     args.frame_hw = tuple(int(v) for v in args.frame.lower().split("x"))
     batches = [int(b) for b in args.batches.split(",")]
     skip = set(filter(None, args.skip.split(",")))
+    if args.stream:
+        skip |= {
+            "torch",
+            "eager",
+            "cpu-pre",
+            "gpu-pre",
+            "post-gpu",
+            "post-cpu",
+            "ort",
+            "idle",
+            "net",
+            "agree",
+        }
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
     half = not args.no_half
@@ -291,11 +318,27 @@ def main() -> int:
     if onnx_path is not None:
         step("ort", lambda: run("onnxruntime", onnx_path, batches, device=dev))
     step("idle", lambda: run("torch_idle30", pt, [1], idle_ms=30.0, **kw_torch))
-    if args.compile:
+    if args.compile and not args.stream:
         step(
             "compiled",
             lambda: run("torch_compiled", pt, [batches[0], max(batches)], compile=True, **kw_torch),
         )
+    from nms_gpu_check import nms_check  # beside this script
+
+    step("nms", lambda: nms_check(pt, frames, max(batches), args.candidates, kw_torch, summary))
+    sb = [int(b) for b in args.stream_batches.split(",")]
+    step("stream", lambda: run("torch_stream", pt, sb, stream=True, **kw_torch))
+    if args.compile:
+        step(
+            "stream-compiled",
+            lambda: run("torch_stream_compiled", pt, sb, stream=True, compile=True, **kw_torch),
+        )
+    from y9deploy.runtime import gpu_postprocess
+
+    summary["nms_scan"] = {
+        "triton_ready": gpu_postprocess.triton_scan_ready(),
+        "triton_error": gpu_postprocess.TRITON_ERROR,
+    }
 
     def net():
         out = {}
@@ -317,17 +360,17 @@ def main() -> int:
     summary["torch_cuda"] = {"version": torch.__version__, "cuda": torch.version.cuda}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
 
-    print(f"\n{'run':<16}{'backend':<13}{'batch':>6}{'pre p50':>9}{'infer p50':>10}{'post p50':>9}"
+    print(f"\n{'run':<22}{'backend':<13}{'batch':>6}{'pre p50':>9}{'infer p50':>10}{'post p50':>9}"
           f"{'e2e p50':>9}{'e2e p99':>9}{'img/s':>9}")  # fmt: skip
     for name, cases in summary["runs"].items():
         for c in cases:
             s = c["stages"]
-            print(f"{name:<16}{c['backend']:<13}{c['batch']:>6}{s['pre']['p50']:>9.2f}{s['infer']['p50']:>10.2f}"
+            print(f"{name:<22}{c['backend']:<13}{c['batch']:>6}{s['pre']['p50']:>9.2f}{s['infer']['p50']:>10.2f}"
                   f"{s['post']['p50']:>9.2f}{s['e2e']['p50']:>9.2f}{s['e2e']['p99']:>9.2f}{c['img_per_s']:>9.0f}")  # fmt: skip
     for backend, rows in summary.get("network_only", {}).items():
         for r in rows:
             print(
-                f"network only    {backend:<13}{r['batch']:>6}{'':>28}{r['ms_per_call']:>9.2f}{'':>9}{r['img_per_s']:>9.0f}"
+                f"network only          {backend:<13}{r['batch']:>6}{'':>28}{r['ms_per_call']:>9.2f}{'':>9}{r['img_per_s']:>9.0f}"
             )
     if summary.get("agreement"):
         print("torch vs onnxruntime:", json.dumps(summary["agreement"]))

@@ -6,8 +6,9 @@ p99, max and mean (milliseconds) of pre-processing, inference, post-processing a
 second. On a GPU the stages are timed with CUDA events recorded on the Detector's stream (what the GPU did,
 not when the host returned); end to end is always the host's wall clock around ``predict``. With
 ``idle_ms`` the calls are spaced apart as in a camera loop (clocks drop, caches go cold: the latency a
-real-time application sees). Results save to and load from JSON; ``compare`` gives the regression table
-against an earlier JSON. Nothing here prints: the CLI does.
+real-time application sees). With ``stream=True`` the batches go through ``Detector.predict_stream``
+(mode "stream" in the JSON): img/s of the pipelined loop. Results save to and load from JSON; ``compare``
+gives the regression table against an earlier JSON. Nothing here prints: the CLI does.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class BenchmarkCase:
     stages: dict[str, StageStats]
     img_per_s: float
     detections_per_image: float
+    mode: str = "predict"  # "predict" (one call per batch) or "stream" (Detector.predict_stream)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -183,27 +185,22 @@ def machine_info() -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ benchmark
 def _bench_case(
-    det: Any, path: Path, batch: int, frames: list[np.ndarray], *, iters: int, warmup: int, idle_ms: float
+    det: Any,
+    path: Path,
+    batch: int,
+    frames: list[np.ndarray],
+    *,
+    iters: int,
+    warmup: int,
+    idle_ms: float,
+    stream: bool = False,
 ) -> BenchmarkCase:
     batch_frames = [frames[i % len(frames)] for i in range(batch)]
-    for _ in range(
-        max(warmup, 1)
-    ):  # at least one: CUDA graphs are captured on the first call of a batch size
-        det.predict(batch_frames)
     cuda = det._gpu is not None and det._gpu.cuda
     timer = StageTimer(cuda=cuda)
     samples: dict[str, list[float]] = {s: [] for s in STAGES}
-    n_dets = 0
-    for _ in range(iters):
-        if idle_ms > 0:
-            time.sleep(idle_ms / 1000.0)
-        timer.reset()
-        t0 = time.perf_counter()
-        dets = det._predict(batch_frames, {}, timer)
-        samples["e2e"].append((time.perf_counter() - t0) * 1000.0)
-        for stage, ms in timer.stages_ms().items():
-            samples[stage].append(ms)
-        n_dets += sum(len(d) for d in dets)
+    run = _bench_stream if stream else _bench_predict
+    n_dets = run(det, batch_frames, timer, samples, iters=iters, warmup=warmup, idle_ms=idle_ms)
     stats = {s: StageStats.of(samples[s]) for s in STAGES}
     total_s = sum(samples["e2e"]) / 1000.0
     return BenchmarkCase(
@@ -221,7 +218,79 @@ def _bench_case(
         stages=stats,
         img_per_s=batch * iters / total_s if total_s > 0 else 0.0,
         detections_per_image=n_dets / max(1, batch * iters),
+        mode="stream" if stream else "predict",
     )
+
+
+def _bench_predict(
+    det: Any,
+    batch_frames: list[np.ndarray],
+    timer: StageTimer,
+    samples: dict[str, list[float]],
+    *,
+    iters: int,
+    warmup: int,
+    idle_ms: float,
+) -> int:
+    """``iters`` timed ``predict`` calls after ``warmup`` (at least one: CUDA graphs are captured on the first
+    call of a batch size). Returns the number of detections over the timed calls."""
+    for _ in range(max(warmup, 1)):
+        det.predict(batch_frames)
+    n_dets = 0
+    for _ in range(iters):
+        if idle_ms > 0:
+            time.sleep(idle_ms / 1000.0)
+        timer.reset()
+        t0 = time.perf_counter()
+        dets = det._predict(batch_frames, {}, timer)
+        samples["e2e"].append((time.perf_counter() - t0) * 1000.0)
+        for stage, ms in timer.stages_ms().items():
+            samples[stage].append(ms)
+        n_dets += sum(len(d) for d in dets)
+    return n_dets
+
+
+def _bench_stream(
+    det: Any,
+    batch_frames: list[np.ndarray],
+    timer: StageTimer,
+    samples: dict[str, list[float]],
+    *,
+    iters: int,
+    warmup: int,
+    idle_ms: float,
+) -> int:
+    """``iters`` batches timed through one ``predict_stream`` after ``warmup`` (at least one) untimed ones.
+
+    e2e of a batch is the interval between consecutive results (the steady-state cost of a batch while the
+    next one's letterbox overlaps it); pre is what is left on the critical path (upload and normalisation),
+    infer and post as in predict mode. Returns the number of detections over the timed batches.
+    """
+    warm = max(warmup, 1)
+    batches = (batch_frames for _ in range(warm + iters))
+    if idle_ms > 0:
+        batches = (_slept(b, idle_ms) for b in batches)
+    results = det._stream_batches(batches, det.defaults, timer)
+    for _ in range(warm):
+        next(results)
+    n_dets = 0
+    t_prev = time.perf_counter()
+    for _ in range(iters):
+        timer.reset()
+        dets = next(results)
+        now = time.perf_counter()
+        samples["e2e"].append((now - t_prev) * 1000.0)
+        t_prev = now
+        for stage, ms in timer.stages_ms().items():
+            samples[stage].append(ms)
+        n_dets += sum(len(d) for d in dets)
+    results.close()
+    return n_dets
+
+
+def _slept(batch: list[np.ndarray], idle_ms: float) -> list[np.ndarray]:
+    time.sleep(idle_ms / 1000.0)
+    return batch
 
 
 def benchmark(
@@ -235,6 +304,7 @@ def benchmark(
     frame_hw: tuple[int, int] = (1080, 1920),
     frames: list[np.ndarray] | None = None,
     progress: Any = None,
+    stream: bool = False,
     **detector_kwargs: Any,
 ) -> BenchmarkResult:
     """Benchmark one model file or several (``Detector`` per model, every batch size).
@@ -248,6 +318,9 @@ def benchmark(
         frame_hw: size of the synthetic frames (ignored when ``frames`` are given).
         frames: real frames (ndarray[H, W, 3] uint8 BGR) to use instead, cycled to fill a batch.
         progress: optional callable ``progress(model_name, batch)`` called before each case.
+        stream: time ``Detector.predict_stream`` over ``iters`` consecutive batches (mode "stream": the
+            letterbox of the next batch overlaps the device work of the current one; e2e is the interval
+            between consecutive results) instead of ``iters`` separate ``predict`` calls (mode "predict").
         **detector_kwargs: passed to ``Detector`` (conf, iou, imgsz, half, preprocess, ...).
     """
     from y9deploy.runtime.detector import Detector
@@ -277,7 +350,16 @@ def benchmark(
                 if progress is not None:
                     progress(p.name, b)
                 cases.append(
-                    _bench_case(det, p, b, frames, iters=int(iters), warmup=int(warmup), idle_ms=idle_ms)
+                    _bench_case(
+                        det,
+                        p,
+                        b,
+                        frames,
+                        iters=int(iters),
+                        warmup=int(warmup),
+                        idle_ms=idle_ms,
+                        stream=stream,
+                    )
                 )
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return BenchmarkResult(cases, machine_info(), created)
@@ -307,10 +389,10 @@ def compare(
     """Rows for every (model, batch) present in both results, for the metrics in ``COMPARED``."""
     if not isinstance(old, BenchmarkResult):
         old = BenchmarkResult.load(old)
-    before = {(c.model, c.batch): c for c in old.cases}
+    before = {(c.model, c.batch, c.mode): c for c in old.cases}
     rows = []
     for case in new.cases:
-        prev = before.get((case.model, case.batch))
+        prev = before.get((case.model, case.batch, case.mode))
         if prev is None:
             continue
         for metric in COMPARED:

@@ -14,11 +14,15 @@ decoding + NMS run on the GPU; only the detections come back.
 
 Threads: a Detector is NOT thread-safe. Use one Detector per thread (each holds its own buffers, CUDA
 stream and graphs). Buffers are reused across calls, so memory does not grow over long runs.
+
+``predict_stream(batches)`` pipelines a sequence of batches (the letterbox of the next batch runs while the
+GPU works on the current one) and yields one ``list[Detections]`` per batch.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +195,53 @@ class Detector:
             ``Detections`` for one frame or path; ``list[Detections]`` for a list or a 4-D batch.
         """
         return self._predict(source, overrides, _NULL)
+
+    def predict_stream(self, batches: Iterable[Any], **overrides: Any) -> Iterator[list[Any]]:
+        """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the host
+        pre-processing (letterbox) of batch i+1 runs in a background thread, into the second of two staging
+        buffers, while the device works on batch i. On the host path the batches run one after the other.
+
+        Args:
+            batches: an iterable (a generator, e.g. of video frames) of batches, each a list of frames
+                (ndarray[H, W, 3] uint8 BGR) and/or image paths, or a batch ndarray[B, H, W, 3].
+            **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` (all batches).
+        Returns:
+            an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
+            ``predict`` on each batch. Memory is bounded (two staging buffers; batches are pulled from
+            ``batches`` one ahead). Not thread-safe, like ``predict``; one stream at a time per Detector.
+        """
+        if self.backend is None:
+            raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
+        if isinstance(batches, (np.ndarray, str, Path)) or not hasattr(batches, "__iter__"):
+            raise TypeError(
+                f"predict_stream() got a {type(batches).__name__}; expected an iterable of batches (each a list "
+                "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
+            )
+        opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
+        return self._stream_batches(iter(batches), opts, _NULL)
+
+    def _stream_batches(
+        self, batches: Iterator[Any], opts: PredictOptions, timer: Any
+    ) -> Iterator[list[Any]]:
+        def chunks() -> Iterator[tuple[list[np.ndarray], int, bool]]:
+            for batch in batches:
+                frames, _ = self._frames(batch)
+                spans = batch_chunks(len(frames), self.backend.batch_range)
+                for j, (start, stop, padded) in enumerate(spans):
+                    yield frames[start:stop], padded, j == len(spans) - 1
+
+        if self._gpu is None:
+            results = ((self._run_host(f, padded, opts, timer), last) for f, padded, last in chunks())
+        else:
+            results = self._gpu.run_stream(chunks(), opts, timer)
+        done: list[Any] = []
+        for dets, last in results:
+            done += dets
+            if last:
+                yield done
+                done = []
+                if self.backend is None:
+                    raise Y9Error(f"this Detector for {self.path} was closed during predict_stream().")
 
     def warmup(self, batch: int = 1, frame_hw: tuple[int, int] | None = None, runs: int = 2) -> None:
         """Run ``runs`` dummy predictions of ``batch`` grey frames (cuDNN autotuning, CUDA graph capture)."""

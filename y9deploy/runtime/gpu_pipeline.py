@@ -16,6 +16,10 @@ download of the detections on the device, on one CUDA stream.
    arithmetic is slow) and decoded + NMS'd on the host (``postprocess.postprocess``) with "cpu".
    End-to-end outputs are downloaded as they are (a few KB).
 
+``run_stream`` (``Detector.predict_stream``) pipelines a sequence of batches: the host part of pre-processing of
+batch i+1 (hybrid: the OpenCV letterbox; cpu: the whole blob) runs in a background thread into the second of
+two staging buffers while the device works on batch i (``runtime.gpu_stream``).
+
 Every buffer is reused between calls (bounded caches), so memory does not grow.
 """
 
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -90,6 +95,8 @@ class GpuPipeline:
         self.pre, self.post = pre, post
         self.pre_on_gpu = pre == "gpu"
         self._staging: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._slots: list[Any] = [None, None]  # the two staging buffers of stream()
+        self._stager: ThreadPoolExecutor | None = None  # stream(): stages the next chunk in the background
         self._host_blob: Any = None
         self.workers = workers or min(16, os.cpu_count() or 1)
         self._pool = (
@@ -97,10 +104,14 @@ class GpuPipeline:
         )
 
     def close(self) -> None:
+        if self._stager is not None:
+            self._stager.shutdown(wait=True)
+            self._stager = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
         self._staging.clear()
+        self._slots = [None, None]
         self._host_blob = None
 
     # ---------------------------------------------------------------- one batch
@@ -189,40 +200,47 @@ class GpuPipeline:
 
     def _pre_hybrid(self, frames: list[np.ndarray]) -> tuple[Any, list[Any]]:
         """CPU letterbox (uint8, thread pool) -> pinned -> upload -> RGB, CHW, /255 on the device."""
+        h, w = self.imgsz
+        staging = self._pinned((len(frames), h, w, 3), self._torch.uint8)
+        infos = self._letterbox_u8(frames, staging.numpy())
+        return self._u8_to_blob(staging), infos
+
+    def _letterbox_u8(self, frames: list[np.ndarray], host: np.ndarray) -> list[Any]:
+        """frames -> host (ndarray[n, h, w, 3] uint8, letterboxed BGR) by the thread pool; their LetterboxInfo."""
         from y9deploy.preprocess import letterbox_batch_u8
 
-        torch = self._torch
         lb = self.info.letterbox
         kwargs = dict(
             scaleup=bool(lb.get("scaleup", True)),
             stride=int(lb.get("stride", 32)),
             color=lb.get("color", 114),
         )
-        h, w = self.imgsz
-        n = len(frames)
-        staging = self._pinned((n, h, w, 3), torch.uint8)
-        host = staging.numpy()
-        parts = self._split(n)
+        parts = self._split(len(frames))
         if len(parts) == 1:
-            _, infos = letterbox_batch_u8(frames, self.imgsz, out=host, **kwargs)
-        else:
-            futures = [
-                self._pool.submit(letterbox_batch_u8, frames[a:b], self.imgsz, out=host[a:b], **kwargs)
-                for a, b in parts
-            ]
-            infos = [i for f in futures for i in f.result()[1]]
+            return letterbox_batch_u8(frames, self.imgsz, out=host, **kwargs)[1]
+        futures = [
+            self._pool.submit(letterbox_batch_u8, frames[a:b], self.imgsz, out=host[a:b], **kwargs)
+            for a, b in parts
+        ]
+        return [i for f in futures for i in f.result()[1]]
+
+    def _u8_to_blob(self, staging: Any) -> Any:
+        """staging (Tensor[n, h, w, 3] uint8 BGR, pinned) -> uploaded -> Tensor[n, 3, h, w] RGB 0..1."""
         dev = staging.to(self.device, non_blocking=True) if self.cuda else staging
         # float32 division then rounding to the input dtype: bit-equal to preprocess.prepare
-        blob = dev.permute(0, 3, 1, 2).flip(1).float().div_(255).to(self.dtype).contiguous()
-        return blob, infos
+        return dev.permute(0, 3, 1, 2).flip(1).float().div_(255).to(self.dtype).contiguous()
 
     def _pre_cpu(self, frames: list[np.ndarray], padded: int) -> tuple[Any, list[Any]]:
+        h, w = self.imgsz
+        blob = self._pinned((padded, 3, h, w), self.dtype)
+        infos = self._prepare_into(frames, blob.numpy())
+        return blob.to(self.device, non_blocking=True), infos
+
+    def _prepare_into(self, frames: list[np.ndarray], host: np.ndarray) -> list[Any]:
+        """frames -> host[:n] (ndarray[>= n, 3, h, w], the input blob) by the thread pool; their LetterboxInfo."""
         from y9deploy.preprocess import prepare
 
         lb = self.info.letterbox
-        h, w = self.imgsz
-        blob = self._pinned((padded, 3, h, w), self.dtype)
-        host = blob.numpy()
         kwargs = dict(
             dtype=host.dtype,
             scaleup=bool(lb.get("scaleup", True)),
@@ -231,15 +249,77 @@ class GpuPipeline:
         )
         n = len(frames)
         if self._pool is None or n == 1:
-            _, infos = prepare(frames, self.imgsz, out=host[:n], **kwargs)
+            return prepare(frames, self.imgsz, out=host[:n], **kwargs)[1]
+        step = -(-n // self.workers)
+        parts = [(s, min(s + step, n)) for s in range(0, n, step)]
+        futures = [
+            self._pool.submit(prepare, frames[a:b], self.imgsz, out=host[a:b], **kwargs) for a, b in parts
+        ]
+        return [i for f in futures for i in f.result()[1]]
+
+    # ---------------------------------------------------------------- pipelined stream (runtime.gpu_stream)
+    def run_stream(
+        self, chunks: Iterator[tuple[list[np.ndarray], int, Any]], opts: PredictOptions, timer: Any
+    ) -> Any:
+        """(frames, padded, tag) chunks -> (Detections list, tag) per chunk, in order, the CPU pre-processing of
+        chunk i+1 overlapping the device work of chunk i (``runtime.gpu_stream.stream_chunks``)."""
+        from y9deploy.runtime.gpu_stream import stream_chunks
+
+        return stream_chunks(self, chunks, opts, timer)
+
+    def _slot_buffer(self, slot: int, shape: tuple[int, ...], dtype: Any) -> Any:
+        """Staging buffer ``slot`` (0 or 1) of the stream, viewed as ``shape`` (pinned on CUDA; grown, never
+        shrunk: the stream holds two at most)."""
+        torch = self._torch
+        numel = int(np.prod(shape))
+        buf = self._slots[slot]
+        if buf is None or buf.dtype != dtype or buf.numel() < numel:
+            buf = self._slots[slot] = torch.empty(numel, dtype=dtype, pin_memory=self.cuda)
+        return buf[:numel].view(shape)
+
+    def _stage(self, frames: list[np.ndarray], padded: int, slot: int, busy: Any) -> tuple[Any, list[Any]]:
+        """The host part of pre-processing into staging buffer ``slot``, after ``busy`` (the CUDA event of the
+        buffer's last upload, or None) completed: (staging tensor, LetterboxInfo list)."""
+        if busy is not None:
+            busy.synchronize()
+        h, w = self.imgsz
+        if self.pre == "hybrid":
+            staging = self._slot_buffer(slot, (len(frames), h, w, 3), self._torch.uint8)
+            return staging, self._letterbox_u8(frames, staging.numpy())
+        staging = self._slot_buffer(slot, (padded, 3, h, w), self.dtype)
+        return staging, self._prepare_into(frames, staging.numpy())
+
+    def _launch(
+        self, staging: Any, padded: int, opts: PredictOptions, timer: Any
+    ) -> tuple[dict[str, Any], Any]:
+        """Upload ``staging``, finish pre-processing and run the network (enqueued on the stream): (outputs, the
+        CUDA event after the upload or None)."""
+        torch = self._torch
+        if self.pre == "hybrid":
+            blob = self._u8_to_blob(staging)
+            if blob.shape[0] < padded:
+                blob = torch.cat([blob, blob.new_zeros((padded - blob.shape[0], *blob.shape[1:]))])
         else:
-            step = -(-n // self.workers)
-            parts = [(s, min(s + step, n)) for s in range(0, n, step)]
-            futures = [
-                self._pool.submit(prepare, frames[a:b], self.imgsz, out=host[a:b], **kwargs) for a, b in parts
-            ]
-            infos = [i for f in futures for i in f.result()[1]]
-        return blob.to(self.device, non_blocking=True), infos
+            blob = staging.to(self.device, non_blocking=True) if self.cuda else staging
+        uploaded = None
+        if self.cuda:
+            uploaded = torch.cuda.Event()
+            uploaded.record(self.stream)
+        timer.mark(PRE)
+        outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
+        timer.mark(INFER)
+        return outputs, uploaded
+
+    def _finish(
+        self, outputs: dict[str, Any], infos: list[Any], opts: PredictOptions, timer: Any
+    ) -> list[Any]:
+        """Post-process one launched chunk (waits for the device): Detections per frame."""
+        from y9deploy.runtime.detector import to_detections
+
+        rows = self._post(outputs, len(infos), opts)
+        dets = [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+        timer.mark(POST)
+        return dets
 
     def _post(self, outputs: dict[str, Any], n: int, opts: PredictOptions) -> list[np.ndarray]:
         from y9deploy.runtime.detector import host_rows
