@@ -176,10 +176,13 @@ def test_bucketed_uneven_counts_equal_host_postprocess(counts, budget, chain):
     pred = uneven_pred(rng, counts, chain=chain)
     for kw in (dict(), dict(agnostic=True, iou=0.7), dict(max_det=5), dict(max_nms=50, iou=0.3)):
         want = postprocess(pred, conf=0.25, **kw)
-        got = batched_postprocess_torch(torch.from_numpy(pred), conf=0.25, budget=budget, **kw)
-        assert [len(r) for r in got] == [len(r) for r in want]
-        for x, y in zip(got, want):
-            np.testing.assert_array_equal(x, y)
+        for min_bucket in (32, 1 << 15):  # buckets; one bucket at the largest k
+            got = batched_postprocess_torch(
+                torch.from_numpy(pred), conf=0.25, budget=budget, min_bucket=min_bucket, **kw
+            )
+            assert [len(r) for r in got] == [len(r) for r in want]
+            for x, y in zip(got, want):
+                np.testing.assert_array_equal(x, y)
     if chain:  # the chain image really is a chain: greedy keeps every other box
         rows = postprocess(pred[list(chain)], conf=0.25, agnostic=True, max_det=10_000)[0]
         assert len(rows) == -(-counts[chain[0]] // 2)

@@ -108,13 +108,15 @@ def batched_postprocess_torch(
     max_nms: int = MAX_NMS,
     budget: int = BUDGET,
     scan: str = "auto",
+    min_bucket: int = MIN_BUCKET,
 ) -> list[np.ndarray]:
     """pred (Tensor[B, 4+nc, A], any device) -> list of B ndarray[N, 6] float32 rows (x1, y1, x2, y2, score,
     class) in input pixels by descending score: the result of ``postprocess.postprocess``.
 
     ``scan``: "auto" (the Triton kernel on CUDA tensors when triton imports, else the fixed point), "triton"
     (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the module docstring.
-    """
+    ``min_bucket``: the smallest bucket; one at least the next power of two of every count (``1 << 15`` with
+    the default ``max_nms``) puts all images in one bucket at the largest k (the behaviour before buckets)."""
     import torch
 
     if pred.ndim != 3 or pred.shape[1] < 5:
@@ -150,7 +152,7 @@ def batched_postprocess_torch(
     )  # [B, K, 4]
     t = float(threshold_below(iou))
     parts: list[tuple[list[int], Any]] = []
-    for k, members in bucket_images(counts):
+    for k, members in bucket_images(counts, min_bucket):
         if k * k > budget:  # one image alone would not fit: the per-image path
             kw = dict(
                 conf=conf, iou=iou, agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms
