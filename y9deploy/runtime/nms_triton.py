@@ -72,7 +72,8 @@ def _kernel() -> Any:
     """The jitted kernel (Triton's interpreter when TRITON_INTERPRET=1 is set at the first call)."""
     interpret = interpreting()
     if interpret not in _KERNELS:
-        _KERNELS[interpret] = triton.jit(_scan)
+        # K, W and max_det change from call to call: no recompilation for their values (divisibility by 16...)
+        _KERNELS[interpret] = triton.jit(_scan, do_not_specialize=["K", "W", "max_det"])
     return _KERNELS[interpret]
 
 
