@@ -14,7 +14,11 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("triton", reason="triton is not installed: the Triton NMS kernel cannot be tested here")
+pytest.importorskip(
+    "triton",
+    reason="triton is not importable: the Triton NMS kernel cannot be tested here",
+    exc_type=ImportError,
+)
 
 from tests.deploy.test_detector_gpu_path import random_pred, uneven_pred  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
