@@ -23,17 +23,24 @@ def random_pred(rng, b, nc, a, ties=True):
     return p
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_batched_equals_host_postprocess(seed):
-    rng = np.random.default_rng(seed)
-    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 700))
-    pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
+def random_settings(rng, seed, nc):
+    """postprocess keyword arguments drawn from ``rng``: thresholds, agnostic, max_det, and by ``seed`` a class
+    filter (seed % 3 == 0) or per-class confidence thresholds (seed % 4 == 1)."""
     kw = dict(conf=float(rng.choice([0.05, 0.3, 0.7])), iou=float(rng.choice([0.2, 0.45, 0.7])),
               agnostic=bool(rng.integers(2)), max_det=int(rng.choice([3, 50, 300])))  # fmt: skip
     if seed % 3 == 0:
         kw["classes"] = [0, nc - 1]
     if seed % 4 == 1:
         kw["conf"] = list(rng.uniform(0.2, 0.8, nc))
+    return kw
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batched_equals_host_postprocess(seed):
+    rng = np.random.default_rng(seed)
+    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 700))
+    pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
+    kw = random_settings(rng, seed, nc)
     want = postprocess(pred, **kw)
     budget = int(
         rng.choice([1 << 27, 4 * a * a, a * a // 4])

@@ -20,7 +20,7 @@ pytest.importorskip(
     exc_type=ImportError,
 )
 
-from tests.deploy.test_detector_gpu_path import random_pred, uneven_pred  # noqa: E402
+from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.runtime import nms_triton  # noqa: E402
 from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
@@ -97,12 +97,7 @@ def test_batched_triton_equals_host_postprocess(seed):
     rng = np.random.default_rng(100 + seed)
     b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 500))
     pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
-    kw = dict(conf=float(rng.choice([0.05, 0.3, 0.7])), iou=float(rng.choice([0.2, 0.45, 0.7])),
-              agnostic=bool(rng.integers(2)), max_det=int(rng.choice([3, 50, 300])))  # fmt: skip
-    if seed % 3 == 0:
-        kw["classes"] = [0, nc - 1]
-    if seed % 4 == 1:
-        kw["conf"] = list(rng.uniform(0.2, 0.8, nc))
+    kw = random_settings(rng, seed, nc)
     want = postprocess(pred, **kw)
     got = batched_postprocess_torch(torch.from_numpy(pred), scan="triton", **kw)
     for x, y in zip(got, want):
