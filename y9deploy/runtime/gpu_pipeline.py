@@ -59,6 +59,10 @@ class GpuPipeline:
         post: "auto" (host NMS up to ``HOST_POST_MAX`` images, else GPU; 0: always GPU), "cpu" or "gpu".
         workers: threads of the CPU letterbox (default: up to 16, one per core).
         device: torch device (default: the backend's); tests pass "cpu" to run the same code on the CPU.
+        graph_post: GPU post-processing replayed as CUDA graphs (``runtime.graph_post``): None (default) when
+            the device is CUDA, triton imports and ``post`` is not "cpu" (a failure then falls back to the
+            eager GPU path with a warning); True to require it (on the CPU: run its steps eagerly, the tests
+            with Triton's interpreter); False for the eager ``gpu_postprocess`` path.
     """
 
     HOST_POST_MAX = 0  # measured on an H200 box: the GPU path wins from batch 1 (docs/benchmarks.md)
@@ -74,6 +78,7 @@ class GpuPipeline:
         post: str = "auto",
         workers: int | None = None,
         device: Any = None,
+        graph_post: bool | None = None,
     ) -> None:
         import torch
 
@@ -98,6 +103,16 @@ class GpuPipeline:
         self._slots: list[Any] = [None, None]  # the two staging buffers of stream()
         self._stager: ThreadPoolExecutor | None = None  # stream(): stages the next chunk in the background
         self._host_blob: Any = None
+        self._stream_slots: Any = None  # runtime.gpu_stream.StreamSlots, made by the first stream
+        self.graph_post = graph_post
+        self._graph_post: Any = None
+        if post != "cpu" and not backend.end2end and graph_post is not False:
+            from y9deploy.runtime.gpu_postprocess import triton_scan_ready
+
+            if graph_post or (self.cuda and triton_scan_ready()):
+                from y9deploy.runtime.graph_post import GraphPost
+
+                self._graph_post = GraphPost(len(self.names), self.device, graphs=self.cuda)
         self.workers = workers or min(16, os.cpu_count() or 1)
         self._pool = (
             ThreadPoolExecutor(self.workers, thread_name_prefix="y9-pre") if self.workers > 1 else None
@@ -112,7 +127,10 @@ class GpuPipeline:
             self._pool = None
         self._staging.clear()
         self._slots = [None, None]
+        self._stream_slots = None
         self._host_blob = None
+        if self._graph_post is not None:
+            self._graph_post.close()
 
     # ---------------------------------------------------------------- one batch
     def run(self, frames: list[np.ndarray], padded: int, opts: PredictOptions, timer: Any) -> list[Any]:
@@ -133,10 +151,7 @@ class GpuPipeline:
             timer.mark(PRE)
             outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
             timer.mark(INFER)
-            rows = self._post(outputs, len(frames), opts)
-            from y9deploy.runtime.detector import to_detections
-
-            dets = [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+            dets = self._detections(self._post_submit(outputs, len(frames), opts).rows(), infos)
             timer.mark(POST)
         return dets
 
@@ -224,9 +239,10 @@ class GpuPipeline:
         ]
         return [i for f in futures for i in f.result()[1]]
 
-    def _u8_to_blob(self, staging: Any) -> Any:
-        """staging (Tensor[n, h, w, 3] uint8 BGR, pinned) -> uploaded -> Tensor[n, 3, h, w] RGB 0..1."""
-        dev = staging.to(self.device, non_blocking=True) if self.cuda else staging
+    def _u8_to_blob(self, staging: Any, upload: bool = True) -> Any:
+        """staging (Tensor[n, h, w, 3] uint8 BGR, pinned; already on the device when ``upload`` is False) ->
+        uploaded -> Tensor[n, 3, h, w] RGB 0..1."""
+        dev = staging.to(self.device, non_blocking=True) if self.cuda and upload else staging
         # float32 division then rounding to the input dtype: bit-equal to preprocess.prepare
         return dev.permute(0, 3, 1, 2).flip(1).float().div_(255).to(self.dtype).contiguous()
 
@@ -267,59 +283,43 @@ class GpuPipeline:
 
         return stream_chunks(self, chunks, opts, timer)
 
-    def _slot_buffer(self, slot: int, shape: tuple[int, ...], dtype: Any) -> Any:
-        """Staging buffer ``slot`` (0 or 1) of the stream, viewed as ``shape`` (pinned on CUDA; grown, never
-        shrunk: the stream holds two at most)."""
-        torch = self._torch
-        numel = int(np.prod(shape))
-        buf = self._slots[slot]
-        if buf is None or buf.dtype != dtype or buf.numel() < numel:
-            buf = self._slots[slot] = torch.empty(numel, dtype=dtype, pin_memory=self.cuda)
-        return buf[:numel].view(shape)
+    def _stage(self, frames: list[np.ndarray], padded: int, slot: int) -> tuple[Any, list[Any]]:
+        """Stream stage thread: host pre-processing into staging slot ``slot`` and its upload
+        (``runtime.gpu_stream.stage``)."""
+        from y9deploy.runtime.gpu_stream import stage
 
-    def _stage(self, frames: list[np.ndarray], padded: int, slot: int, busy: Any) -> tuple[Any, list[Any]]:
-        """The host part of pre-processing into staging buffer ``slot``, after ``busy`` (the CUDA event of the
-        buffer's last upload, or None) completed: (staging tensor, LetterboxInfo list)."""
-        if busy is not None:
-            busy.synchronize()
-        h, w = self.imgsz
-        if self.pre == "hybrid":
-            staging = self._slot_buffer(slot, (len(frames), h, w, 3), self._torch.uint8)
-            return staging, self._letterbox_u8(frames, staging.numpy())
-        staging = self._slot_buffer(slot, (padded, 3, h, w), self.dtype)
-        return staging, self._prepare_into(frames, staging.numpy())
+        return stage(self, frames, padded, slot)
 
-    def _launch(
-        self, staging: Any, padded: int, opts: PredictOptions, timer: Any
-    ) -> tuple[dict[str, Any], Any]:
-        """Upload ``staging``, finish pre-processing and run the network (enqueued on the stream): (outputs, the
-        CUDA event after the upload or None)."""
-        torch = self._torch
-        if self.pre == "hybrid":
-            blob = self._u8_to_blob(staging)
-            if blob.shape[0] < padded:
-                blob = torch.cat([blob, blob.new_zeros((padded - blob.shape[0], *blob.shape[1:]))])
-        else:
-            blob = staging.to(self.device, non_blocking=True) if self.cuda else staging
-        uploaded = None
-        if self.cuda:
-            uploaded = torch.cuda.Event()
-            uploaded.record(self.stream)
-        timer.mark(PRE)
-        outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
-        timer.mark(INFER)
-        return outputs, uploaded
-
-    def _finish(
-        self, outputs: dict[str, Any], infos: list[Any], opts: PredictOptions, timer: Any
-    ) -> list[Any]:
-        """Post-process one launched chunk (waits for the device): Detections per frame."""
+    # ---------------------------------------------------------------- post-processing
+    def _detections(self, rows: list[np.ndarray], infos: list[Any]) -> list[Any]:
         from y9deploy.runtime.detector import to_detections
 
-        rows = self._post(outputs, len(infos), opts)
-        dets = [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
-        timer.mark(POST)
-        return dets
+        return [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+
+    def _post_submit(self, outputs: dict[str, Any], n: int, opts: PredictOptions) -> Any:
+        """Start post-processing the first ``n`` images of ``outputs``: a PendingRows whose ``rows()`` gives one
+        ndarray[N, 6] per image. The CUDA-graph path (``runtime.graph_post``) returns before the download
+        completes; the others compute the rows at once."""
+        from y9deploy.runtime.graph_post import PendingRows
+
+        if self._graph_post is not None and not self.backend.end2end:
+            pred = outputs["output0"] if "output0" in outputs else next(iter(outputs.values()))
+            if hasattr(pred, "cpu") and pred.device == self.device:
+                try:
+                    return self._graph_post.submit(pred, n, opts)
+                except Exception as exc:  # noqa: BLE001 - a kernel that cannot build here must not stop us
+                    if self.graph_post is True:
+                        raise
+                    import warnings
+
+                    warnings.warn(
+                        f"the CUDA-graph post-processing failed on this machine ({type(exc).__name__}: {exc}); "
+                        "using the eager GPU post-processing.",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    self._graph_post = None
+        return PendingRows(n, ready=self._post(outputs, n, opts))
 
     def _post(self, outputs: dict[str, Any], n: int, opts: PredictOptions) -> list[np.ndarray]:
         from y9deploy.runtime.detector import host_rows

@@ -1,16 +1,27 @@
 """Pipelined batches through a ``GpuPipeline`` (``Detector.predict_stream`` on a CUDA backend).
 
-For each chunk (frames, padded batch) of a sequence, in order:
+For chunk i of a sequence (frames, padded batch), with "hybrid" or "cpu" pre-processing:
 
-    stage i+1 (background thread)   |  letterbox into staging buffer (i+1) % 2  (OpenCV, the pipeline's pool)
-    main thread                     |  upload buffer i % 2, normalise, network (enqueued), post-process (waits)
+    stage thread  | letterbox chunk i into host staging slot i % 2; upload it on a copy stream into device
+                  | slot i % 2 (so the transfer overlaps the network of chunk i-1)
+    main thread   | launch i: wait for its upload, normalise, network (enqueued)
+                  | post-process i-1 ... see below
 
-The host pre-processing of chunk i+1 runs while the device works on chunk i (and while the caller consumes the
-results of chunk i). Two staging buffers only: before chunk i+2 is written into the buffer of chunk i, the
-stage waits for the CUDA event recorded after chunk i's upload, so memory stays bounded and a buffer is never
-overwritten while it is being copied. With ``pre="gpu"`` (the whole frames uploaded, letterboxed on the device)
-there is little host work to hide: the chunks simply run one after the other. A bad next batch (its error is
-raised while pulling it, one ahead) is reported after the results of the current one are handed out.
+The main thread keeps the device one chunk ahead of the results: it submits the post-processing of chunk i
+(which waits for chunk i's network only), launches chunk i+1 (staged meanwhile), and only then builds the
+Detections of chunk i on the host and hands them out, so that host work overlaps the network of chunk i+1.
+When the caller asks for the next result, chunk i+2 is pulled and staged (into the slots of chunk i).
+
+Memory stays bounded: two host and two device staging slots. A host slot is rewritten only after the CUDA
+event of its last upload completed; a device slot only after the event recorded when the network that read it
+was enqueued. Batches are pulled at most one ahead of the results (at the yield of chunk i: chunks 0..i+1).
+A bad next batch (its error is raised while pulling it) is reported after the results of every batch before
+it. With ``pre="gpu"`` (the whole frames uploaded, letterboxed on the device) the chunks simply run one after
+the other.
+
+Stage marks (``timer``): "start", "pre" (upload waited for, normalised), "infer" (network enqueued), then "post"
+once the post-processing and its download are enqueued (so with CUDA events: the device time of each stage;
+the host's building of Detections overlaps the next chunk and shows in the interval between results only).
 """
 
 from __future__ import annotations
@@ -18,9 +29,104 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+PRE, INFER, POST = "pre", "infer", "post"
+
+
+@dataclass
+class Launched:
+    """A chunk whose network is enqueued."""
+
+    outputs: dict[str, Any]
+    infos: list[Any]
+    tag: Any
+    slot: int
+
+
+class StreamSlots:
+    """The two staging slots of a pipeline's stream: host buffers (``pipe._slots``), device buffers, and the
+    CUDA events guarding their reuse (see the module docstring)."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe = pipe
+        torch = pipe._torch
+        self.device: list[Any] = [None, None]
+        self.uploaded: list[Any] = [None, None]  # copy stream: after the slot's upload
+        self.consumed: list[Any] = [None, None]  # compute stream: after the network that read the slot
+        self.copy_stream = torch.cuda.Stream(pipe.device) if pipe.cuda else None
+
+    def host(self, slot: int, shape: tuple[int, ...], dtype: Any) -> Any:
+        """Host slot ``slot`` viewed as ``shape`` (pinned on CUDA; grown, never shrunk)."""
+        pipe = self.pipe
+        numel = int(np.prod(shape))
+        buf = pipe._slots[slot]
+        if buf is None or buf.dtype != dtype or buf.numel() < numel:
+            buf = pipe._slots[slot] = pipe._torch.empty(numel, dtype=dtype, pin_memory=pipe.cuda)
+        return buf[:numel].view(shape)
+
+    def upload(self, slot: int, staging: Any) -> Any:
+        """Copy ``staging`` into device slot ``slot`` on the copy stream (after the network that last read
+        that slot); returns the device view. On the CPU the staging buffer itself."""
+        pipe = self.pipe
+        torch = pipe._torch
+        if not pipe.cuda:
+            return staging
+        numel = staging.numel()
+        dev = self.device[slot]
+        if dev is None or dev.dtype != staging.dtype or dev.numel() < numel:
+            if self.consumed[slot] is not None:
+                self.consumed[slot].synchronize()  # the old buffer may still be read: free it only after
+            dev = self.device[slot] = torch.empty(numel, dtype=staging.dtype, device=pipe.device)
+        view = dev[:numel].view(staging.shape)
+        with torch.cuda.stream(self.copy_stream):
+            if self.consumed[slot] is not None:
+                self.copy_stream.wait_event(self.consumed[slot])
+            view.copy_(staging, non_blocking=True)
+            event = self.uploaded[slot] = torch.cuda.Event()
+            event.record(self.copy_stream)
+        return view
+
+
+def stage(pipe: Any, frames: list[np.ndarray], padded: int, slot: int) -> tuple[Any, list[Any]]:
+    """The host part of pre-processing into host slot ``slot`` and its upload (stage thread): (device view
+    of the slot, LetterboxInfo list)."""
+    slots = pipe._stream_slots
+    if slots.uploaded[slot] is not None:
+        slots.uploaded[slot].synchronize()  # the host slot's last upload must be done before rewriting it
+    h, w = pipe.imgsz
+    if pipe.pre == "hybrid":
+        staging = slots.host(slot, (len(frames), h, w, 3), pipe._torch.uint8)
+        infos = pipe._letterbox_u8(frames, staging.numpy())
+    else:
+        staging = slots.host(slot, (padded, 3, h, w), pipe.dtype)
+        infos = pipe._prepare_into(frames, staging.numpy())
+    return slots.upload(slot, staging), infos
+
+
+def launch(pipe: Any, staged: Any, padded: int, slot: int, opts: Any, timer: Any) -> dict[str, Any]:
+    """Finish pre-processing of a staged chunk and enqueue its network (on the pipeline's stream)."""
+    torch = pipe._torch
+    slots = pipe._stream_slots
+    timer.mark("start")
+    if pipe.cuda:
+        pipe.stream.wait_event(slots.uploaded[slot])
+    if pipe.pre == "hybrid":
+        blob = pipe._u8_to_blob(staged, upload=False)
+        if blob.shape[0] < padded:
+            blob = torch.cat([blob, blob.new_zeros((padded - blob.shape[0], *blob.shape[1:]))])
+    else:
+        blob = staged
+    timer.mark(PRE)
+    outputs = pipe.backend.infer(blob, opts.extras(pipe.backend.extras))
+    if pipe.cuda:
+        event = slots.consumed[slot] = torch.cuda.Event()
+        event.record(pipe.stream)
+    timer.mark(INFER)
+    return outputs
 
 
 def stream_chunks(
@@ -33,7 +139,7 @@ def stream_chunks(
         chunks: ``(frames, padded, tag)``: frames (list of ndarray[H, W, 3] uint8 BGR), the batch the model is
             called with (>= len(frames)), and any value handed back with the results.
         opts: PredictOptions for every chunk.
-        timer: stage timer (``mark("start")``, then "pre" after the upload and normalisation, "infer", "post").
+        timer: stage timer (see the module docstring).
     Yields:
         ``(list of Detections, tag)`` per chunk, in the order of ``chunks``.
     """
@@ -44,35 +150,60 @@ def stream_chunks(
     torch = pipe._torch
     if pipe._stager is None:
         pipe._stager = ThreadPoolExecutor(1, thread_name_prefix="y9-stage")
+    if getattr(pipe, "_stream_slots", None) is None:
+        pipe._stream_slots = StreamSlots(pipe)
     stager = pipe._stager
-    uploaded: list[Any] = [None, None]  # per staging buffer: the event after its last upload
+    failed: list[BaseException] = []
+
+    def pull() -> Any:
+        if failed:
+            return None
+        try:
+            return next(chunks, None)
+        except Exception as exc:  # noqa: BLE001 - raised after the results before it are handed out
+            failed.append(exc)
+            return None
+
     pending: Future | None = None
-    slot = 0
+    pending_item: Any = None
+    ctx = (lambda: torch.cuda.stream(pipe.stream)) if pipe.cuda else _Null
+
+    def start(item: Any, slot: int) -> Future:
+        return stager.submit(pipe._stage, item[0], item[1], slot)
+
+    def take(slot: int) -> Launched:
+        nonlocal pending, pending_item
+        staged, infos = pending.result()
+        item, pending, pending_item = pending_item, None, None
+        with ctx():
+            outputs = launch(pipe, staged, item[1], slot, opts, timer)
+        return Launched(outputs, infos, item[2], slot)
+
     try:
-        item = next(chunks, None)
-        if item is not None:
-            pending = stager.submit(pipe._stage, item[0], item[1], slot, None)
-        while pending is not None:
-            staging, infos = pending.result()
-            pending = None
-            _, padded, tag = item
-            ctx = torch.cuda.stream(pipe.stream) if pipe.cuda else _Null()
-            with ctx:
-                timer.mark("start")
-                outputs, uploaded[slot] = pipe._launch(staging, padded, opts, timer)
-            failed = None
-            try:  # the caller's iterator (may read and check frames) while the device works
-                item = next(chunks, None)
-            except Exception as exc:  # noqa: BLE001 - raised after this chunk's results are handed out
-                item, failed = None, exc
-            if item is not None:
-                pending = stager.submit(pipe._stage, item[0], item[1], 1 - slot, uploaded[1 - slot])
-            with ctx:
-                dets = pipe._finish(outputs, infos, opts, timer)
-            yield dets, tag
-            if failed is not None:
-                raise failed
-            slot = 1 - slot
+        pending_item = pull()
+        if pending_item is None:
+            if failed:
+                raise failed[0]
+            return
+        pending = start(pending_item, 0)
+        cur: Launched | None = take(0)
+        pending_item = pull()
+        if pending_item is not None:
+            pending = start(pending_item, 1)
+        while cur is not None:
+            with ctx():
+                post = pipe._post_submit(cur.outputs, len(cur.infos), opts)  # waits for cur's network
+                timer.mark(POST)
+                nxt = take(1 - cur.slot) if pending is not None else None
+                dets = pipe._detections(post.rows(), cur.infos)
+            yield dets, cur.tag
+            if nxt is not None:
+                pending_item = pull()
+                if pending_item is not None:
+                    pending = start(pending_item, cur.slot)
+            cur = nxt
+        if failed:
+            raise failed[0]
     finally:
         if pending is not None:  # closed early or failed: let the stage finish before its buffer is reused
             wait_futures([pending])

@@ -91,7 +91,10 @@ def pack_rows(over: Any) -> Any:
     u8 = over.view(torch.uint8)
     if w * 32 != k:
         u8 = F.pad(u8, (0, w * 32 - k))
-    weights = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8, device=over.device)
+    # made on the device (no host copy: this runs inside CUDA graph captures, runtime.graph_post)
+    weights = torch.ones(8, dtype=torch.uint8, device=over.device) << torch.arange(
+        8, dtype=torch.uint8, device=over.device
+    )
     byte = (u8.view(b, k, w * 4, 8) * weights).sum(-1, dtype=torch.uint8)  # [B, K, 4W]
     return byte.view(torch.int32)  # [B, K, W]
 

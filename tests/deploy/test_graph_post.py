@@ -1,0 +1,133 @@
+"""The CUDA-graph post-processing (``y9deploy.runtime.graph_post``), its steps run eagerly on CPU tensors with
+Triton's interpreter (TRITON_INTERPRET=1), against the host ``postprocess`` (bit for bit), and the GpuPipeline
+using it, against the host path. Graph capture itself needs a GPU: benchmarks/bench_detector_gpu.py (step
+agree) compares the captured path's detections with the host path's on the H200.
+
+SKIPPED when triton is not importable (it is in the project's dev extra on Linux x86-64, so CI runs these).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton", reason="triton is not importable", exc_type=ImportError)
+
+from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
+from y9deploy.postprocess import postprocess  # noqa: E402
+from y9deploy.runtime import nms_triton  # noqa: E402
+from y9deploy.runtime.graph_post import GraphPost, pick_k  # noqa: E402
+from y9deploy.runtime.options import PredictOptions, resolve_options  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def interpret(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert nms_triton.interpreting()
+
+
+def options(nc, **kw):
+    return resolve_options(PredictOptions(), kw, nc=nc, end2end=False)
+
+
+def run(post, pred, n=None, **kw):
+    n = len(pred) if n is None else n
+    return post.submit(torch.from_numpy(pred), n, options(post.nc, **kw)).rows()
+
+
+def assert_rows_equal(got, want):
+    assert len(got) == len(want)
+    for x, y in zip(got, want):
+        assert x.dtype == np.float32 and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+def test_pick_k():
+    assert [pick_k(c) for c in (0, 1, 64, 65, 128, 129, 3000)] == [64, 64, 64, 128, 128, 256, 4096]
+    assert pick_k(5, min_k=1) == 8 and pick_k(1, min_k=1) == 1
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_equals_host_postprocess(seed):
+    """Randomized raw outputs and settings (ties, class filter, per-class thresholds, agnostic, max_det); one
+    GraphPost serves every setting in turn (the thresholds live in device buffers)."""
+    rng = np.random.default_rng(500 + seed)
+    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 600))
+    post = GraphPost(nc, "cpu", min_k=int(rng.choice([1, 64])))
+    for _ in range(2):
+        pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
+        kw = random_settings(rng, seed, nc)
+        assert_rows_equal(run(post, pred, **kw), postprocess(pred, **kw))
+
+
+@pytest.mark.parametrize("counts,chain", [([0, 1, 7, 31, 33, 65, 300, 2], (6,)), ([300, 3, 0, 129], (0,))])
+def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
+    """Very different candidate counts and dense suppression chains in one batch; then the two fallbacks to the
+    eager path: K above the kernel's limit, and a [B, K, K] matrix above the budget."""
+    rng = np.random.default_rng(sum(counts))
+    pred = uneven_pred(rng, counts, a=700, chain=chain)
+    post = GraphPost(3, "cpu")
+    for kw in (dict(), dict(agnostic=True), dict(max_det=4), dict(iou=0.65), dict(classes=[1])):
+        assert_rows_equal(run(post, pred, conf=0.25, **kw), postprocess(pred, conf=0.25, **kw))
+    monkeypatch.setattr(nms_triton, "MAX_K", 64)
+    assert_rows_equal(run(post, pred, conf=0.25), postprocess(pred, conf=0.25))
+    monkeypatch.undo()
+    small = GraphPost(3, "cpu", budget=1000)
+    assert_rows_equal(run(small, pred, conf=0.25), postprocess(pred, conf=0.25))
+
+
+def test_padding_images_fp16_and_no_candidates():
+    """Only the first n images are returned, and padding images (here with far more candidates than the real
+    ones) do not change them; float16 outputs; a batch without candidates."""
+    rng = np.random.default_rng(7)
+    pred = uneven_pred(rng, [20, 10, 600], a=700)
+    post = GraphPost(3, "cpu")
+    got = run(post, pred, n=2, conf=0.25)
+    assert len(got) == 2
+    assert_rows_equal(got, postprocess(pred[:2], conf=0.25))
+    half = pred.astype(np.float16)
+    assert_rows_equal(run(post, half, conf=0.25), postprocess(half, conf=0.25))
+    assert [len(r) for r in run(post, pred, conf=1.0)] == [0, 0, 0]
+
+
+def test_bad_input():
+    post = GraphPost(3, "cpu")
+    with pytest.raises(ValueError, match="expected \\[B, 7, A\\] for 3 classes"):
+        post.submit(torch.zeros(1, 6, 10), 1, PredictOptions())
+    with pytest.raises(ValueError, match="graphs=True needs a CUDA device"):
+        GraphPost(3, "cpu", graphs=True)
+
+
+def test_gpu_pipeline_uses_graph_post(tmp_path):
+    """GpuPipeline(graph_post=True) on CPU tensors: predict and predict_stream give the host path's detections."""
+    import cv2
+
+    from tests.conftest import TEST_DATA
+    from y9deploy import Detector
+    from y9deploy.runtime.gpu_pipeline import GpuPipeline
+    from y9train.checkpoint import save_checkpoint
+    from y9train.models import build_model
+
+    torch.manual_seed(0)
+    pt = save_checkpoint(build_model("gelan-t", nc=3).eval(), tmp_path / "gt.pt")
+    frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
+    with Detector(pt, imgsz=128, device="cpu") as det:
+        from y9deploy.preprocess import prepare
+
+        raw = det.backend.infer(prepare(frames, (128, 128))[0])["output0"]
+        conf = float(np.sort(raw[:, 4:].max(1).ravel())[-200])  # ~100 candidates per frame
+        host = det.predict(frames, conf=conf, iou=0.7)
+        assert sum(len(d) for d in host) > 20
+        det._gpu = pipe = GpuPipeline(det.backend, det.info, device="cpu", graph_post=True, workers=2)
+        assert pipe._graph_post is not None
+        batches = [frames, frames[:1], frames[::-1]]
+        for got, want in zip(
+            [det.predict(b, conf=conf, iou=0.7) for b in batches]
+            + list(det.predict_stream(batches, conf=conf, iou=0.7)),
+            [host, host[:1], host[::-1]] * 2,
+        ):
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a.xyxy, b.xyxy)
+                np.testing.assert_array_equal(a.class_id, b.class_id)
+                np.testing.assert_array_equal(a.confidence, b.confidence)

@@ -1,0 +1,296 @@
+"""Decode + NMS of a batch replayed as CUDA graphs: fixed shapes, no host sync inside, so the post stage of the
+GPU path costs two graph launches and two small downloads at any batch size (torch and triton imported lazily).
+
+The eager ``gpu_postprocess.batched_postprocess_torch`` issues a few dozen small kernels per call, each with
+Python and launch overhead, and ~3 ms of it was that fixed cost on an H200 (docs/benchmarks.md, run 4). Here
+the same float32 operations are captured once per shape and replayed:
+
+1. ``select`` graph (one per batch shape ``[B, 4+nc, A]``): the prediction is copied into the graph's input;
+   best class and score of every anchor; the candidate mask under the current thresholds and class filter
+   (read from device buffers, so changing ``conf``/``iou``/``classes``/``agnostic`` needs no new capture); the
+   candidates of each image (capped at ``max_nms``); the stable descending order of the scores. Then ONE small
+   download, the counts, and the host picks ``K``: the next power of two >= the largest count (>= ``MIN_K``).
+2. ``nms`` graph (one per ``(B, A, K, max_det)``): the first K candidates of each image by score, xywh ->
+   xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t
+   matrix, the greedy scan (Triton kernel, ``runtime.nms_triton``, max_det included), and the kept rows
+   scattered into ``out [B, max_det + 1, 6]`` (row ``max_det`` holds the kept count), downloaded into pinned
+   memory as the last step of ``submit``; ``PendingRows.rows()`` waits for that copy only.
+
+Same operations in the same order as ``postprocess.postprocess`` (via ``gpu_postprocess``): identical
+detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
+A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose ``[B, K, K]`` matrix exceeds ``budget``
+elements, takes the eager ``batched_postprocess_torch`` (exact too).
+
+The graphs share one memory pool and are replayed in order on one stream (select -> nms -> download), and each
+result is consumed before the next replay; that is what makes sharing the pool safe. One GraphPost per
+Detector, used from one thread (like ``Detector.predict``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from y9deploy.nms import MAX_WH, threshold_below
+from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
+from y9deploy.runtime.options import PredictOptions
+
+MIN_K = 64  # smallest K of an nms graph
+BUDGET = 1 << 27  # most elements of the [B, K, K] IoU matrix of one nms graph
+MAX_GRAPHS = 8  # nms graphs kept (least recently used dropped); select graphs: MAX_GRAPHS // 2
+
+
+def pick_k(max_count: int, min_k: int = MIN_K) -> int:
+    """The K of the nms graph for a batch whose largest candidate count is ``max_count``: the next power of
+    two >= max_count, at least ``min_k`` (few distinct K, so few graphs)."""
+    return max(int(min_k), 1 << max(0, int(max_count) - 1).bit_length())
+
+
+@dataclass
+class PendingRows:
+    """A submitted batch: ``rows()`` waits for its download and returns one ndarray[N, 6] float32 per image
+    (x1, y1, x2, y2, score, class in network-input pixels, by descending score)."""
+
+    n: int
+    host: Any = None  # pinned Tensor[B, max_det + 1, 6] the results are downloaded into
+    event: Any = None  # CUDA event after the download (None on the CPU)
+    max_det: int = 0
+    ready: list[np.ndarray] | None = None  # results computed eagerly (fallback path)
+
+    def rows(self) -> list[np.ndarray]:
+        if self.ready is not None:
+            return self.ready
+        if self.event is not None:
+            self.event.synchronize()
+        blk = self.host.numpy()
+        kept = blk[: self.n, self.max_det, 0].astype(np.int64)
+        return [blk[i, : kept[i]].copy() for i in range(self.n)]
+
+
+class GraphPost:
+    """Batched decode + NMS as CUDA graphs (see the module docstring).
+
+    Args:
+        nc: classes of the model.
+        device: torch device of the predictions.
+        graphs: capture CUDA graphs (default: when ``device`` is CUDA); False runs the same steps eagerly (the
+            tests, on CPU tensors with ``TRITON_INTERPRET=1``).
+        min_k, budget, max_nms: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        nc: int,
+        device: Any,
+        *,
+        graphs: bool | None = None,
+        min_k: int = MIN_K,
+        budget: int = BUDGET,
+        max_nms: int = MAX_NMS,
+    ) -> None:
+        import torch
+
+        self._torch = torch
+        self.nc = int(nc)
+        self.device = torch.device(device)
+        cuda = self.device.type == "cuda"
+        self.graphs = cuda if graphs is None else bool(graphs)
+        if self.graphs and not cuda:
+            raise ValueError(f"graphs=True needs a CUDA device; got {self.device}.")
+        self.min_k, self.budget, self.max_nms = int(min_k), int(budget), int(max_nms)
+        dev = self.device
+        self.thr = torch.zeros(self.nc, dtype=torch.float32, device=dev)  # conf threshold per class
+        self.allowed = torch.ones(self.nc, dtype=torch.bool, device=dev)  # class filter
+        self.iou_t = torch.zeros(1, dtype=torch.float32, device=dev)  # threshold_below(iou)
+        self.class_scale = torch.ones(1, dtype=torch.float32, device=dev)  # 0.0: agnostic
+        self._opts_key: Any = None
+        self._select: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+        self._nms: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+        self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
+        self._counts_host = None
+        self._counts_event = torch.cuda.Event() if cuda else None
+
+    def close(self) -> None:
+        self._select.clear()
+        self._nms.clear()
+
+    # ---------------------------------------------------------------- options (device buffers)
+    def set_options(self, opts: PredictOptions) -> None:
+        """Write conf/iou/classes/agnostic into the device buffers the graphs read (only when they changed)."""
+        torch = self._torch
+        thr = _check_thresholds(opts.conf, opts.iou, self.nc)
+        ids = _check_classes(opts.classes, self.nc)
+        key = (
+            thr.tobytes(),
+            thr.shape,
+            float(opts.iou),
+            bool(opts.agnostic),
+            None if ids is None else ids.tobytes(),
+        )
+        if key == self._opts_key:
+            return
+        allowed = np.ones(self.nc, bool)
+        if ids is not None:
+            allowed[:] = False
+            allowed[ids] = True
+        self.thr.copy_(torch.from_numpy(np.array(np.broadcast_to(thr, (self.nc,)), np.float32)))
+        self.allowed.copy_(torch.from_numpy(allowed))
+        self.iou_t.fill_(float(threshold_below(opts.iou)))
+        self.class_scale.fill_(0.0 if opts.agnostic else 1.0)
+        self._opts_key = key
+
+    # ---------------------------------------------------------------- the two steps
+    def _select_step(self, x: Any) -> dict[str, Any]:
+        """x (Tensor[B, 4+nc, A], fp16/fp32) -> best Tensor[B, A] f32, cls Tensor[B, A] i64, counts Tensor[B]
+        i32, order Tensor[B, A] i64 (candidates first, by descending score, ties in anchor order)."""
+        torch = self._torch
+        best, cls = x[:, 4:].max(1)  # in the input dtype: float16 -> float32 is exact and monotonic
+        best = best.float()
+        valid = (best > self.thr[cls]) & self.allowed[cls]
+        counts = valid.sum(1, dtype=torch.int32).clamp_(max=self.max_nms)
+        key = torch.where(valid, best, torch.full_like(best, -float("inf")))
+        order = torch.sort(key, dim=1, descending=True, stable=True).indices
+        return {"best": best, "cls": cls, "counts": counts, "order": order}
+
+    def _nms_step(self, x: Any, sel: dict[str, Any], k: int, max_det: int) -> Any:
+        """The first k candidates of each image -> out Tensor[B, max_det + 1, 6] f32 (kept rows by score; row
+        max_det: the kept count in column 0)."""
+        torch = self._torch
+        from y9deploy.runtime import nms_triton
+        from y9deploy.runtime.gpu_postprocess import _overlaps
+
+        b = x.shape[0]
+        idx = sel["order"][:, :k]  # [B, K]
+        scores = sel["best"].gather(1, idx)
+        clsf = sel["cls"].gather(1, idx).float()
+        xywh = x[:, :4].gather(2, idx[:, None, :].expand(b, 4, k)).float()  # [B, 4, K]
+        half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
+        boxes = torch.stack(
+            [xywh[:, 0] - half_w, xywh[:, 1] - half_h, xywh[:, 0] + half_w, xywh[:, 1] + half_h], 2
+        )  # [B, K, 4]
+        counts = sel["counts"]
+        alive = torch.arange(k, device=x.device)[None, :] < counts[:, None]  # [B, K]
+        hi = boxes.masked_fill(~alive[..., None], -float("inf")).amax((1, 2)).double()
+        lo = boxes.masked_fill(~alive[..., None], float("inf")).amin((1, 2)).double().clamp(max=0.0)
+        span = hi - lo
+        offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
+        shifted = boxes + (clsf * (offset * self.class_scale)[:, None])[..., None]
+        over = _overlaps(shifted, self.iou_t)  # [B, K, K] bool
+        keep = nms_triton.greedy_keep(over, counts, max_det)  # [B, K] bool, at most max_det per image
+        pos = torch.where(keep, keep.cumsum(1) - 1, torch.full_like(idx, max_det))  # rank, or the spare row
+        rows = torch.cat([boxes, scores[..., None], clsf[..., None]], 2)  # [B, K, 6]
+        out = torch.zeros((b, max_det + 1, 6), dtype=torch.float32, device=x.device)
+        out.scatter_(1, pos[..., None].expand(b, k, 6), rows)
+        out[:, max_det, 0] = keep.sum(1).float()  # after the scatter: the spare row collected junk
+        return out
+
+    # ---------------------------------------------------------------- graphs
+    def _capture(self, fn: Any, *args: Any) -> tuple[Any, Any]:
+        """(graph, outputs) of ``fn(*args)`` captured after one eager warm-up on a side stream (Triton
+        compiles, cub sizes its scratch memory)."""
+        torch = self._torch
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            fn(*args)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            out = fn(*args)
+        return graph, out
+
+    def _select_entry(self, pred: Any) -> dict[str, Any]:
+        torch = self._torch
+        key = (tuple(pred.shape), pred.dtype)
+        entry = self._select.get(key)
+        if entry is not None:
+            self._select.move_to_end(key)
+            entry["x"].copy_(pred, non_blocking=True)
+            if entry["graph"] is not None:
+                entry["graph"].replay()
+            else:
+                entry["sel"] = self._select_step(entry["x"])
+            return entry
+        if len(self._select) >= max(1, MAX_GRAPHS // 2):
+            old, _ = self._select.popitem(last=False)
+            for k in [k for k in self._nms if k[0] == old]:
+                del self._nms[k]
+        x = torch.empty(pred.shape, dtype=pred.dtype, device=self.device)
+        x.copy_(pred, non_blocking=True)
+        graph, sel = self._capture(self._select_step, x) if self.graphs else (None, self._select_step(x))
+        if graph is not None:
+            graph.replay()  # the capture recorded the work; the replay does it
+        entry = {"x": x, "graph": graph, "sel": sel, "key": key}
+        self._select[key] = entry
+        return entry
+
+    def _nms_out(self, entry: dict[str, Any], k: int, max_det: int) -> Any:
+        key = (entry["key"], k, max_det)
+        nms = self._nms.get(key)
+        if not self.graphs:
+            return self._nms_step(entry["x"], entry["sel"], k, max_det)
+        if nms is None:
+            if len(self._nms) >= MAX_GRAPHS:
+                self._nms.popitem(last=False)
+            graph, out = self._capture(self._nms_step, entry["x"], entry["sel"], k, max_det)
+            nms = self._nms[key] = {"graph": graph, "out": out}
+        else:
+            self._nms.move_to_end(key)
+        nms["graph"].replay()
+        return nms["out"]
+
+    # ---------------------------------------------------------------- public
+    def submit(self, pred: Any, n: int, opts: PredictOptions) -> PendingRows:
+        """Enqueue post-processing of ``pred`` (Tensor[B, 4+nc, A] on ``device``; the first ``n`` images are
+        real) on the current stream. Waits only for the candidate counts (i.e. for the network); the rows are
+        downloaded asynchronously: ``PendingRows.rows()`` waits for them."""
+        torch = self._torch
+        if pred.ndim != 3 or pred.shape[1] != 4 + self.nc:
+            raise ValueError(
+                f"pred has shape {tuple(pred.shape)}; expected [B, {4 + self.nc}, A] for {self.nc} classes."
+            )
+        max_det = int(opts.max_det)
+        if max_det < 1:
+            raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
+        self.set_options(opts)
+        entry = self._select_entry(pred)
+        counts = entry["sel"]["counts"]
+        if self._counts_event is not None:
+            if self._counts_host is None or self._counts_host.numel() < counts.numel():
+                self._counts_host = torch.empty(counts.numel(), dtype=torch.int32, pin_memory=True)
+            host = self._counts_host[: counts.numel()]
+            host.copy_(counts, non_blocking=True)
+            self._counts_event.record()
+            self._counts_event.synchronize()  # the one wait before the NMS: the network's end
+            counts_np = host.numpy()[:n]
+        else:
+            counts_np = counts.numpy()[:n]
+        top = int(counts_np.max(initial=0))
+        if top == 0:
+            return PendingRows(n, ready=[np.zeros((0, 6), np.float32) for _ in range(n)])
+        from y9deploy.runtime import nms_triton
+
+        b, a = int(pred.shape[0]), int(pred.shape[2])
+        k = min(pick_k(top, self.min_k), a)  # never more than the anchors (counts <= A)
+        if k > nms_triton.MAX_K or b * k * k > self.budget:
+            from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch
+
+            rows = batched_postprocess_torch(
+                pred[:n], conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=max_det,
+                classes=opts.classes, max_nms=self.max_nms,
+            )  # fmt: skip
+            return PendingRows(n, ready=rows)
+        out = self._nms_out(entry, k, max_det)
+        if self.device.type != "cuda":
+            return PendingRows(n, host=out, max_det=max_det)
+        host = entry.get("host")
+        if host is None or host.shape != out.shape:
+            host = entry["host"] = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(out, non_blocking=True)
+        event = entry.get("event") or torch.cuda.Event()
+        entry["event"] = event
+        event.record()
+        return PendingRows(n, host=host, event=event, max_det=max_det)
