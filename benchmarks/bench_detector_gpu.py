@@ -29,6 +29,10 @@ What it does:
    call, and whether each result equals the host ``postprocess`` bit for bit (``equal_to_host``);
 8. step ``stream``: ``Detector.predict_stream`` (the letterbox of batch i+1 overlapping the GPU work of batch
    i) at ``--stream-batches`` (32, 64), mode "stream" in the JSON; with ``--compile`` also compiled.
+9. step ``graph``: with one Detector (so one network output), the detections of the default GPU path
+   (post-processing replayed as CUDA graphs, ``runtime.graph_post``) against the eager GPU post-processing and
+   the host ``postprocess``, at batch 1 and the largest batch, in ``predict`` and ``predict_stream``: whether
+   they are equal bit for bit (``summary.json`` ``graph_agree``).
 ``--stream`` runs only steps 1, 3, 7 and 8.
 Every step runs in its own try/except: a failure is recorded in summary.json and the run goes on.
 Writes ``bench_<name>.json`` (y9 benchmark JSON, comparable with ``y9 benchmark --compare``) and
@@ -205,7 +209,7 @@ def main() -> int:
     ap.add_argument(
         "--skip",
         default="",
-        help="comma-separated steps to skip: torch,eager,cpu-pre,gpu-pre,post-gpu,post-cpu,ort,idle,net,agree,nms,stream",
+        help="comma-separated steps to skip: torch,eager,cpu-pre,gpu-pre,post-gpu,post-cpu,ort,idle,net,agree,nms,stream,graph",
     )
     ap.add_argument(
         "--stream", action="store_true", help="only the nms and stream steps (and what they need)"
@@ -350,6 +354,41 @@ def main() -> int:
         summary["network_only"] = out
 
     step("net", net)
+
+    def graph_agree():
+        def same(xs, ys):
+            return all(
+                np.array_equal(x.xyxy, y.xyxy)
+                and np.array_equal(x.confidence, y.confidence)
+                and np.array_equal(x.class_id, y.class_id)
+                for x, y in zip(xs, ys, strict=True)
+            )
+
+        out = {}
+        with Detector(pt, conf=conf, **kw_torch) as det:
+            pipe = det._gpu
+            out["graph_post_active"] = pipe is not None and pipe._graph_post is not None
+            if pipe is None:
+                raise RuntimeError(f"{det.device}: no GPU pipeline, nothing to compare")
+            for b in sorted({1, max(batches)}):
+                fr = [frames[i % len(frames)] for i in range(b)]
+                got = det.predict(fr)
+                streamed = [d for r in det.predict_stream([fr, fr[::-1]]) for d in r]
+                graph, pipe._graph_post = pipe._graph_post, None
+                eager = det.predict(fr)
+                pipe.post = "cpu"
+                host = det.predict(fr)
+                pipe.post, pipe._graph_post = "auto", graph
+                out[str(b)] = {
+                    "detections": sum(len(d) for d in got),
+                    "equal_to_eager_gpu": same(got, eager),
+                    "equal_to_host": same(got, host),
+                    "stream_equal_to_host": same(streamed, host + host[::-1]),
+                }
+        summary["graph_agree"] = out
+        print("graph post agreement:", json.dumps(out), flush=True)
+
+    step("graph", graph_agree)
 
     def agree():
         with Detector(pt, conf=conf, **kw_torch) as a, Detector(onnx_path, conf=conf, device=dev) as b:

@@ -44,7 +44,9 @@ def test_stage_timer_sums_stages():
     t.mark("infer")
     t.mark("post")
     ms = t.stages_ms()
-    assert ms["pre"] >= 4.0 and ms["infer"] >= 4.0 and ms["post"] < 4.0  # no sleep in post (slack for a busy CI box)
+    assert (
+        ms["pre"] >= 4.0 and ms["infer"] >= 4.0 and ms["post"] < 4.0
+    )  # no sleep in post (slack for a busy CI box)
 
 
 def test_stage_timer_pipelined_chunks():

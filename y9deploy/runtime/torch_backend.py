@@ -172,7 +172,7 @@ class TorchBackend:
                 self._forward(static_in)
         torch.cuda.current_stream(self._torch_device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             static_out = self._forward(static_in)
         entry = (graph, static_in, static_out)
         self._graphs[b] = entry
