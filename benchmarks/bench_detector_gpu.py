@@ -384,6 +384,7 @@ def main() -> int:
                     "equal_to_eager_gpu": same(got, eager),
                     "equal_to_host": same(got, host),
                     "stream_equal_to_host": same(streamed, host + host[::-1]),
+                    "graph_post_stats": dict(graph.stats) if graph is not None else None,
                 }
         summary["graph_agree"] = out
         print("graph post agreement:", json.dumps(out), flush=True)

@@ -64,17 +64,20 @@ def test_equals_host_postprocess(seed):
 @pytest.mark.parametrize("counts,chain", [([0, 1, 7, 31, 33, 65, 300, 2], (6,)), ([300, 3, 0, 129], (0,))])
 def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
     """Very different candidate counts and dense suppression chains in one batch; then the two fallbacks to the
-    eager path: K above the kernel's limit, and a [B, K, K] matrix above the budget."""
+    eager path: K above the kernel's limit, and packed IoU bits above the budget (bytes)."""
     rng = np.random.default_rng(sum(counts))
     pred = uneven_pred(rng, counts, a=700, chain=chain)
     post = GraphPost(3, "cpu")
     for kw in (dict(), dict(agnostic=True), dict(max_det=4), dict(iou=0.65), dict(classes=[1])):
         assert_rows_equal(run(post, pred, conf=0.25, **kw), postprocess(pred, conf=0.25, **kw))
+    assert post.stats["eager"] == 0 and post.stats["graph"] == 5
     monkeypatch.setattr(nms_triton, "MAX_K", 64)
     assert_rows_equal(run(post, pred, conf=0.25), postprocess(pred, conf=0.25))
+    assert post.stats["eager"] == 1
     monkeypatch.undo()
     small = GraphPost(3, "cpu", budget=1000)
     assert_rows_equal(run(small, pred, conf=0.25), postprocess(pred, conf=0.25))
+    assert small.stats == {"graph": 0, "eager": 1, "k": 0}
 
 
 def test_padding_images_fp16_and_no_candidates():

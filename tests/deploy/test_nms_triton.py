@@ -84,11 +84,40 @@ def test_kernel_dense_chain():
     np.testing.assert_array_equal(got, slow_greedy(over, np.array([k, k]), 10_000))
 
 
+@pytest.mark.parametrize("k", [1, 33, 64, 130, 300])
+def test_iou_bits_equal_overlaps(k):
+    """The packed bits computed from the boxes equal ``iou > t`` of the float32 formula (``_overlaps``, itself
+    equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
+    buffer pre-filled with junk: the words left unwritten must not matter) equals the greedy reference."""
+    from tests.deploy.test_nms import random_boxes
+    from y9deploy.nms import threshold_below
+    from y9deploy.runtime.gpu_postprocess import _overlaps
+
+    rng = np.random.default_rng(k)
+    boxes = np.stack([random_boxes(rng, k, clusters=max(1, k // 20))[0] for _ in range(3)])
+    boxes[0, 1::3] = boxes[0, 0::3][: len(boxes[0, 1::3])]  # identical boxes: IoU exactly 1
+    n = np.array([k, max(0, k - 5), k // 2])
+    for iou in (0.3, 0.5, 1.0):
+        t = torch.tensor([float(threshold_below(iou))])
+        junk = torch.full((3, k, -(-k // 32)), -1, dtype=torch.int32)
+        words = nms_triton.iou_bits(torch.from_numpy(boxes), torch.from_numpy(n), t, out=junk)
+        over = _overlaps(torch.from_numpy(boxes), float(t)).numpy()
+        bits = ((words.numpy()[..., None].astype(np.int64) >> np.arange(32)) & 1).reshape(3, k, -1)[..., :k]
+        for x in range(3):
+            upper = np.triu(np.ones((n[x], n[x]), bool), 1)
+            np.testing.assert_array_equal(bits[x, : n[x], : n[x]][upper], over[x, : n[x], : n[x]][upper])
+        for max_det in (10_000, 3):
+            got = nms_triton.scan_words(words, torch.from_numpy(n), max_det).numpy()
+            np.testing.assert_array_equal(got, slow_greedy(np.triu(over, 1), n, max_det))
+
+
 def test_kernel_bad_input():
     with pytest.raises(ValueError, match="expected \\[B, K, K\\] bool"):
         nms_triton.greedy_keep(torch.zeros((1, 3, 4), dtype=torch.bool), torch.tensor([3]), 5)
     with pytest.raises(ValueError, match="K <= 4096"):
         nms_triton.greedy_keep(torch.zeros((1, 4097, 4097), dtype=torch.bool), torch.tensor([1]), 5)
+    with pytest.raises(ValueError, match="expected \\[B, K, 4\\] float32"):
+        nms_triton.iou_bits(torch.zeros((1, 5, 4), dtype=torch.float64), torch.tensor([5]), torch.zeros(1))
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -11,15 +11,15 @@ the same float32 operations are captured once per shape and replayed:
    candidates of each image (capped at ``max_nms``); the stable descending order of the scores. Then ONE small
    download, the counts, and the host picks ``K``: the next power of two >= the largest count (>= ``MIN_K``).
 2. ``nms`` graph (one per ``(B, A, K, max_det)``): the first K candidates of each image by score, xywh ->
-   xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t
-   matrix, the greedy scan (Triton kernel, ``runtime.nms_triton``, max_det included), and the kept rows
+   xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t bits
+   packed 32 to a word straight from the boxes (Triton kernel ``nms_triton.iou_bits``: no [B, K, K] float
+   matrix), the greedy scan (``nms_triton.scan_words``, max_det included), and the kept rows
    scattered into ``out [B, max_det + 1, 6]`` (row ``max_det`` holds the kept count), downloaded into pinned
    memory as the last step of ``submit``; ``PendingRows.rows()`` waits for that copy only.
 
 Same operations in the same order as ``postprocess.postprocess`` (via ``gpu_postprocess``): identical
 detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
-A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose ``[B, K, K]`` matrix exceeds ``budget``
-elements, takes the eager ``batched_postprocess_torch`` (exact too).
+A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose packed bits exceed ``budget`` bytes, takes the eager ``batched_postprocess_torch`` (exact too).
 
 The graphs share one memory pool and are replayed in order on one stream (select -> nms -> download), and each
 result is consumed before the next replay; that is what makes sharing the pool safe. One GraphPost per
@@ -39,7 +39,7 @@ from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
 from y9deploy.runtime.options import PredictOptions
 
 MIN_K = 64  # smallest K of an nms graph
-BUDGET = 1 << 27  # most elements of the [B, K, K] IoU matrix of one nms graph
+BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph
 MAX_GRAPHS = 8  # nms graphs kept (least recently used dropped); select graphs: MAX_GRAPHS // 2
 
 
@@ -107,6 +107,7 @@ class GraphPost:
         self.iou_t = torch.zeros(1, dtype=torch.float32, device=dev)  # threshold_below(iou)
         self.class_scale = torch.ones(1, dtype=torch.float32, device=dev)  # 0.0: agnostic
         self._opts_key: Any = None
+        self.stats = {"graph": 0, "eager": 0, "k": 0}  # calls per path, and the last K (benchmarks read it)
         self._select: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self._nms: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
@@ -160,7 +161,6 @@ class GraphPost:
         max_det: the kept count in column 0)."""
         torch = self._torch
         from y9deploy.runtime import nms_triton
-        from y9deploy.runtime.gpu_postprocess import _overlaps
 
         b = x.shape[0]
         idx = sel["order"][:, :k]  # [B, K]
@@ -178,8 +178,8 @@ class GraphPost:
         span = hi - lo
         offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
         shifted = boxes + (clsf * (offset * self.class_scale)[:, None])[..., None]
-        over = _overlaps(shifted, self.iou_t)  # [B, K, K] bool
-        keep = nms_triton.greedy_keep(over, counts, max_det)  # [B, K] bool, at most max_det per image
+        words = nms_triton.iou_bits(shifted, counts, self.iou_t)  # [B, K, K / 32] packed IoU > t bits
+        keep = nms_triton.scan_words(words, counts, max_det)  # [B, K] bool, at most max_det per image
         pos = torch.where(keep, keep.cumsum(1) - 1, torch.full_like(idx, max_det))  # rank, or the spare row
         rows = torch.cat([boxes, scores[..., None], clsf[..., None]], 2)  # [B, K, 6]
         out = torch.zeros((b, max_det + 1, 6), dtype=torch.float32, device=x.device)
@@ -275,7 +275,8 @@ class GraphPost:
 
         b, a = int(pred.shape[0]), int(pred.shape[2])
         k = min(pick_k(top, self.min_k), a)  # never more than the anchors (counts <= A)
-        if k > nms_triton.MAX_K or b * k * k > self.budget:
+        if k > nms_triton.MAX_K or b * k * k // 8 > self.budget:
+            self.stats["eager"] += 1
             from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch
 
             rows = batched_postprocess_torch(
@@ -283,6 +284,8 @@ class GraphPost:
                 classes=opts.classes, max_nms=self.max_nms,
             )  # fmt: skip
             return PendingRows(n, ready=rows)
+        self.stats["graph"] += 1
+        self.stats["k"] = k
         out = self._nms_out(entry, k, max_det)
         if self.device.type != "cuda":
             return PendingRows(n, host=out, max_det=max_det)
