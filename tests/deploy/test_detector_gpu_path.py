@@ -116,9 +116,11 @@ def test_letterbox_batch_equals_per_frame_prepare_torch(hw, imgsz):
         assert got.dtype == dtype and torch.equal(got, want) and got_info == want_info
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
-    """CPU letterbox to uint8 + RGB/CHW//255 on the device == preprocess.prepare, bit for bit."""
+def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype, channels_last):
+    """CPU letterbox to uint8 + RGB/CHW//255 on the device == preprocess.prepare, bit for bit; as contiguous
+    NCHW, or (a backend taking channels_last) with NHWC strides."""
     from types import SimpleNamespace
 
     from y9deploy.preprocess import letterbox_batch_u8, prepare
@@ -128,7 +130,9 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
     frames = [
         rng.integers(0, 256, hw + (3,), dtype=np.uint8) for hw in [(1080, 1920), (480, 640), (333, 517)]
     ]
-    backend = SimpleNamespace(input_hw=(384, 640), device="cpu", input_dtype=dtype, end2end=False)
+    backend = SimpleNamespace(
+        input_hw=(384, 640), device="cpu", input_dtype=dtype, end2end=False, input_channels_last=channels_last
+    )
     info = SimpleNamespace(names=["a"], letterbox={"scaleup": True, "stride": 32, "color": 114})
     pipe = GpuPipeline(backend, info, device="cpu", pre="hybrid", workers=2)
     try:
@@ -139,6 +143,7 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype):
     assert blob.dtype == (torch.float16 if dtype == np.float16 else torch.float32)
     np.testing.assert_array_equal(blob.numpy(), ref)
     assert infos == ref_infos
+    assert blob.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     u8, _ = letterbox_batch_u8(frames, (384, 640))
     from y9deploy.preprocess import letterbox
 

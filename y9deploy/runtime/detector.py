@@ -198,8 +198,10 @@ class Detector:
 
     def predict_stream(self, batches: Iterable[Any], **overrides: Any) -> Iterator[list[Any]]:
         """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the host
-        pre-processing (letterbox) of batch i+1 runs in a background thread, into the second of two staging
-        buffers, while the device works on batch i. On the host path the batches run one after the other.
+        pre-processing (letterbox) and upload of the next batch run in a background thread, into the second of
+        two staging buffers, while the device works on the current one, and the Detections of batch i are built
+        while the device runs batch i+1 (``runtime.gpu_stream``). On the host path the batches run one after
+        the other.
 
         Args:
             batches: an iterable (a generator, e.g. of video frames) of batches, each a list of frames
@@ -208,7 +210,8 @@ class Detector:
         Returns:
             an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
             ``predict`` on each batch. Memory is bounded (two staging buffers; batches are pulled from
-            ``batches`` one ahead). Not thread-safe, like ``predict``; one stream at a time per Detector.
+            ``batches`` at most two ahead of the results). Not thread-safe, like ``predict``; one stream at a
+            time per Detector.
         """
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")

@@ -241,9 +241,13 @@ class GpuPipeline:
 
     def _u8_to_blob(self, staging: Any, upload: bool = True) -> Any:
         """staging (Tensor[n, h, w, 3] uint8 BGR, pinned; already on the device when ``upload`` is False) ->
-        uploaded -> Tensor[n, 3, h, w] RGB 0..1."""
+        uploaded -> Tensor[n, 3, h, w] RGB 0..1: contiguous NCHW, or NCHW with channels_last strides (no
+        transpose: the flip and the division run on the HWC layout) when the backend takes that
+        (``input_channels_last``: the torch backend on CUDA)."""
         dev = staging.to(self.device, non_blocking=True) if self.cuda and upload else staging
         # float32 division then rounding to the input dtype: bit-equal to preprocess.prepare
+        if getattr(self.backend, "input_channels_last", False):
+            return dev.flip(3).div(255).to(self.dtype).permute(0, 3, 1, 2)
         return dev.permute(0, 3, 1, 2).flip(1).float().div_(255).to(self.dtype).contiguous()
 
     def _pre_cpu(self, frames: list[np.ndarray], padded: int) -> tuple[Any, list[Any]]:

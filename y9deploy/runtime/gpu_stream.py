@@ -8,13 +8,14 @@ For chunk i of a sequence (frames, padded batch), with "hybrid" or "cpu" pre-pro
                   | post-process i-1 ... see below
 
 The main thread keeps the device one chunk ahead of the results: it submits the post-processing of chunk i
-(which waits for chunk i's network only), launches chunk i+1 (staged meanwhile), and only then builds the
-Detections of chunk i on the host and hands them out, so that host work overlaps the network of chunk i+1.
-When the caller asks for the next result, chunk i+2 is pulled and staged (into the slots of chunk i).
+(which waits for chunk i's network only), launches chunk i+1 (staged meanwhile), pulls chunk i+2 and starts
+staging it into the slots of chunk i (so the host letterbox, the slowest host step at large batches, runs
+back to back), and only then builds the Detections of chunk i on the host and hands them out, so that host
+work overlaps the network of chunk i+1.
 
 Memory stays bounded: two host and two device staging slots. A host slot is rewritten only after the CUDA
 event of its last upload completed; a device slot only after the event recorded when the network that read it
-was enqueued. Batches are pulled at most one ahead of the results (at the yield of chunk i: chunks 0..i+1).
+was enqueued. Batches are pulled at most two ahead of the results (at the yield of chunk i: chunks 0..i+2).
 A bad next batch (its error is raised while pulling it) is reported after the results of every batch before
 it. With ``pre="gpu"`` (the whole frames uploaded, letterboxed on the device) the chunks simply run one after
 the other.
@@ -172,11 +173,16 @@ def stream_chunks(
         return stager.submit(pipe._stage, item[0], item[1], slot)
 
     def take(slot: int) -> Launched:
+        """Launch the staged chunk (in ``slot``), then pull the next one and start staging it into the other
+        slot at once, so that the host letterbox runs back to back."""
         nonlocal pending, pending_item
         staged, infos = pending.result()
         item, pending, pending_item = pending_item, None, None
         with ctx():
             outputs = launch(pipe, staged, item[1], slot, opts, timer)
+        pending_item = pull()
+        if pending_item is not None:
+            pending = start(pending_item, 1 - slot)
         return Launched(outputs, infos, item[2], slot)
 
     try:
@@ -187,9 +193,6 @@ def stream_chunks(
             return
         pending = start(pending_item, 0)
         cur: Launched | None = take(0)
-        pending_item = pull()
-        if pending_item is not None:
-            pending = start(pending_item, 1)
         while cur is not None:
             with ctx():
                 post = pipe._post_submit(cur.outputs, len(cur.infos), opts)  # waits for cur's network
@@ -197,10 +200,6 @@ def stream_chunks(
                 nxt = take(1 - cur.slot) if pending is not None else None
                 dets = pipe._detections(post.rows(), cur.infos)
             yield dets, cur.tag
-            if nxt is not None:
-                pending_item = pull()
-                if pending_item is not None:
-                    pending = start(pending_item, cur.slot)
             cur = nxt
         if failed:
             raise failed[0]

@@ -144,6 +144,7 @@ class TorchBackend:
         )
         self.metadata = self.info.to_dict()
         self.cuda_graph = bool(cuda_graph and cuda)
+        self.input_channels_last = bool(cuda)  # the GpuPipeline hands over NHWC-strided batches as they are
         self._graphs: OrderedDict[int, tuple[Any, Any, Any]] = OrderedDict()
         self._pool = torch.cuda.graph_pool_handle() if self.cuda_graph else None
 
