@@ -80,6 +80,29 @@ def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
     assert small.stats == {"graph": 0, "eager": 1, "k": 0}
 
 
+def test_k_from_the_last_batch_and_reruns():
+    """After the first batch of a shape, K comes from the previous batch (no counts download); a batch with more
+    candidates than that K is run again with a K that fits, from its own kept data, even when the next batch was
+    submitted before its rows were read (two lanes)."""
+    rng = np.random.default_rng(11)
+    few, many = uneven_pred(rng, [5, 20], a=700), uneven_pred(rng, [300, 40], a=700)
+    post = GraphPost(3, "cpu")
+    opts = options(3, conf=0.25)
+    assert_rows_equal(post.submit(torch.from_numpy(few), 2, opts).rows(), postprocess(few, conf=0.25))
+    assert post.stats == {"graph": 1, "eager": 0, "k": 64}
+    assert_rows_equal(post.submit(torch.from_numpy(many), 2, opts).rows(), postprocess(many, conf=0.25))
+    assert post.stats == {"graph": 3, "eager": 0, "k": 512}  # ran at K=64, then again at 512
+    a = post.submit(torch.from_numpy(few), 2, opts)  # K=512 from the last batch: no rerun
+    assert post.stats["graph"] == 4 and post.stats["k"] == 512
+    b = post.submit(torch.from_numpy(many), 2, opts)  # pending together with a (the other lane)
+    assert_rows_equal(a.rows(), postprocess(few, conf=0.25))
+    assert_rows_equal(b.rows(), postprocess(many, conf=0.25))
+    c = post.submit(torch.from_numpy(few), 2, opts)  # both at K=512 (set by b's rows)
+    d = post.submit(torch.from_numpy(many), 2, opts)
+    assert_rows_equal(d.rows(), postprocess(many, conf=0.25))  # rows in the other order, reruns included
+    assert_rows_equal(c.rows(), postprocess(few, conf=0.25))
+
+
 def test_padding_images_fp16_and_no_candidates():
     """Only the first n images are returned, and padding images (here with far more candidates than the real
     ones) do not change them; float16 outputs; a batch without candidates."""

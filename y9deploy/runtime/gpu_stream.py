@@ -7,11 +7,12 @@ For chunk i of a sequence (frames, padded batch), with "hybrid" or "cpu" pre-pro
     main thread   | launch i: wait for its upload, normalise, network (enqueued)
                   | post-process i-1 ... see below
 
-The main thread keeps the device one chunk ahead of the results: it submits the post-processing of chunk i
-(which waits for chunk i's network only), launches chunk i+1 (staged meanwhile), pulls chunk i+2 and starts
-staging it into the slots of chunk i (so the host letterbox, the slowest host step at large batches, runs
-back to back), and only then builds the Detections of chunk i on the host and hands them out, so that host
-work overlaps the network of chunk i+1.
+The main thread keeps the device one chunk ahead of the results: after chunk i's network and post-processing
+are enqueued (``runtime.graph_post`` enqueues without waiting once the shape has run), it launches chunk i+1
+(staged meanwhile) and its post-processing, pulls chunk i+2 and starts staging it into the slots of chunk i
+(so the host letterbox, the slowest host step at large batches, runs back to back), and only then waits for
+chunk i's detections, builds its Detections on the host and hands them out: the device always has the next
+chunk queued while the host works.
 
 Memory stays bounded: two host and two device staging slots. A host slot is rewritten only after the CUDA
 event of its last upload completed; a device slot only after the event recorded when the network that read it
@@ -23,6 +24,7 @@ the other.
 Stage marks (``timer``): "start", "pre" (upload waited for, normalised), "infer" (network enqueued), then "post"
 once the post-processing and its download are enqueued (so with CUDA events: the device time of each stage;
 the host's building of Detections overlaps the next chunk and shows in the interval between results only).
+With the eager post-processing paths, ``_post_submit`` computes the rows at once (waiting for the device).
 """
 
 from __future__ import annotations
@@ -193,14 +195,18 @@ def stream_chunks(
             return
         pending = start(pending_item, 0)
         cur: Launched | None = take(0)
+        with ctx():
+            post = pipe._post_submit(cur.outputs, len(cur.infos), opts)
+            timer.mark(POST)
         while cur is not None:
             with ctx():
-                post = pipe._post_submit(cur.outputs, len(cur.infos), opts)  # waits for cur's network
-                timer.mark(POST)
-                nxt = take(1 - cur.slot) if pending is not None else None
+                nxt, nxt_post = (take(1 - cur.slot), None) if pending is not None else (None, None)
+                if nxt is not None:
+                    nxt_post = pipe._post_submit(nxt.outputs, len(nxt.infos), opts)
+                    timer.mark(POST)
                 dets = pipe._detections(post.rows(), cur.infos)
             yield dets, cur.tag
-            cur = nxt
+            cur, post = nxt, nxt_post
         if failed:
             raise failed[0]
     finally:

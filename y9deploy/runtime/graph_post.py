@@ -5,25 +5,33 @@ The eager ``gpu_postprocess.batched_postprocess_torch`` issues a few dozen small
 Python and launch overhead, and ~3 ms of it was that fixed cost on an H200 (docs/benchmarks.md, run 4). Here
 the same float32 operations are captured once per shape and replayed:
 
-1. ``select`` graph (one per batch shape ``[B, 4+nc, A]``): the prediction is copied into the graph's input;
-   best class and score of every anchor; the candidate mask under the current thresholds and class filter
-   (read from device buffers, so changing ``conf``/``iou``/``classes``/``agnostic`` needs no new capture); the
-   candidates of each image (capped at ``max_nms``); the stable descending order of the scores. Then ONE small
-   download, the counts, and the host picks ``K``: the next power of two >= the largest count (>= ``MIN_K``).
-2. ``nms`` graph (one per ``(B, A, K, max_det)``): the first K candidates of each image by score, xywh ->
-   xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t bits
-   packed 32 to a word straight from the boxes (Triton kernel ``nms_triton.iou_bits``: no [B, K, K] float
-   matrix), the greedy scan (``nms_triton.scan_words``, max_det included), and the kept rows
-   scattered into ``out [B, max_det + 1, 6]`` (row ``max_det`` holds the kept count), downloaded into pinned
-   memory as the last step of ``submit``; ``PendingRows.rows()`` waits for that copy only.
+1. ``select`` graph (per batch shape ``[B, 4+nc, A]`` and lane, below): the prediction is copied into the
+   graph's input; best class and score of every anchor; the candidate mask under the current thresholds and
+   class filter (read from device buffers, so changing ``conf``/``iou``/``classes``/``agnostic`` needs no new
+   capture); the candidates of each image (capped at ``max_nms``); the stable descending order of the scores.
+2. ``nms`` graph (per shape, lane, ``K`` and ``max_det``): the first K candidates of each image by score, xywh
+   -> xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t
+   bits packed 32 to a word straight from the boxes (Triton kernel ``nms_triton.iou_bits``: no [B, K, K]
+   float matrix), the greedy scan (``nms_triton.scan_words``, max_det included), and the kept rows scattered
+   into ``out [B, max_det + 1, 6]`` (row ``max_det``: kept count, candidate count), downloaded into pinned
+   memory; ``PendingRows.rows()`` waits for that copy only.
+
+``K`` must be >= every image's candidate count. The first batch of a shape downloads the counts first (one
+sync) and takes the next power of two >= the largest (>= ``MIN_K``). Later batches use the K that the last
+batch of that shape needed, with no sync at all: ``submit`` only enqueues, so a pipelined caller can enqueue
+the next batch's network before this one's results are back. ``rows()`` checks the counts that came back with
+the rows; a batch that had more candidates than K is run again from its kept select outputs with a K that
+fits (exact, a little later). Two lanes of select/nms buffers alternate between submits, so a batch's data
+survives while the next one is enqueued: at most two submitted batches may be pending, and ``rows()`` of one
+must be called before a third is submitted (what ``Detector`` does).
 
 Same operations in the same order as ``postprocess.postprocess`` (via ``gpu_postprocess``): identical
 detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
-A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose packed bits exceed ``budget`` bytes, takes the eager ``batched_postprocess_torch`` (exact too).
+A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose packed bits would exceed ``budget`` bytes,
+takes the eager ``batched_postprocess_torch`` (exact too).
 
-The graphs share one memory pool and are replayed in order on one stream (select -> nms -> download), and each
-result is consumed before the next replay; that is what makes sharing the pool safe. One GraphPost per
-Detector, used from one thread (like ``Detector.predict``).
+Each graph has its own memory pool (no aliasing between the outputs of one graph and the scratch memory of
+another). One GraphPost per Detector, used from one thread (like ``Detector.predict``).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from y9deploy.runtime.options import PredictOptions
 
 MIN_K = 64  # smallest K of an nms graph
 BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph
-MAX_GRAPHS = 8  # nms graphs kept (least recently used dropped); select graphs: MAX_GRAPHS // 2
+MAX_GRAPHS = 8  # nms graphs kept (least recently used dropped); select entries: 2 lanes x 2 shapes
 
 
 def pick_k(max_count: int, min_k: int = MIN_K) -> int:
@@ -58,6 +66,9 @@ class PendingRows:
     host: Any = None  # pinned Tensor[B, max_det + 1, 6] the results are downloaded into
     event: Any = None  # CUDA event after the download (None on the CPU)
     max_det: int = 0
+    k: int = 0  # the K the batch ran with
+    owner: Any = None  # the GraphPost (K bookkeeping, re-runs)
+    lane: Any = None  # the select entry the batch ran from
     ready: list[np.ndarray] | None = None  # results computed eagerly (fallback path)
 
     def rows(self) -> list[np.ndarray]:
@@ -66,6 +77,10 @@ class PendingRows:
         if self.event is not None:
             self.event.synchronize()
         blk = self.host.numpy()
+        top = int(blk[: self.n, self.max_det, 1].max(initial=0))
+        self.owner._counted(self.lane, top)
+        if top > self.k:  # more candidates than the K it ran with: again, with a K that fits
+            return self.owner._run_nms(self.lane, top, self.n, self.max_det).rows()
         kept = blk[: self.n, self.max_det, 0].astype(np.int64)
         return [blk[i, : kept[i]].copy() for i in range(self.n)]
 
@@ -110,13 +125,15 @@ class GraphPost:
         self.stats = {"graph": 0, "eager": 0, "k": 0}  # calls per path, and the last K (benchmarks read it)
         self._select: OrderedDict[Any, dict[str, Any]] = OrderedDict()
         self._nms: OrderedDict[Any, dict[str, Any]] = OrderedDict()
-        self._pool = torch.cuda.graph_pool_handle() if self.graphs else None
+        self._lane: dict[Any, int] = {}  # per batch shape: the lane of the next submit (0 or 1)
+        self._k: dict[Any, int] = {}  # per batch shape: the K its last batch needed
         self._counts_host = None
         self._counts_event = torch.cuda.Event() if cuda else None
 
     def close(self) -> None:
         self._select.clear()
         self._nms.clear()
+        self._k.clear()
 
     # ---------------------------------------------------------------- options (device buffers)
     def set_options(self, opts: PredictOptions) -> None:
@@ -185,6 +202,7 @@ class GraphPost:
         out = torch.zeros((b, max_det + 1, 6), dtype=torch.float32, device=x.device)
         out.scatter_(1, pos[..., None].expand(b, k, 6), rows)
         out[:, max_det, 0] = keep.sum(1).float()  # after the scatter: the spare row collected junk
+        out[:, max_det, 1] = counts.float()  # exact: counts <= A
         return out
 
     # ---------------------------------------------------------------- graphs
@@ -198,13 +216,18 @@ class GraphPost:
             fn(*args)
         torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # a private pool
             out = fn(*args)
         return graph, out
 
     def _select_entry(self, pred: Any) -> dict[str, Any]:
+        """Run the select step of ``pred`` in the next lane of its shape: that lane's entry (input copy,
+        select outputs, graph)."""
         torch = self._torch
-        key = (tuple(pred.shape), pred.dtype)
+        shape = (tuple(pred.shape), pred.dtype)
+        lane = self._lane.get(shape, 0)
+        self._lane[shape] = 1 - lane
+        key = (*shape, lane)
         entry = self._select.get(key)
         if entry is not None:
             self._select.move_to_end(key)
@@ -214,7 +237,7 @@ class GraphPost:
             else:
                 entry["sel"] = self._select_step(entry["x"])
             return entry
-        if len(self._select) >= max(1, MAX_GRAPHS // 2):
+        if len(self._select) >= 4:  # two shapes x two lanes
             old, _ = self._select.popitem(last=False)
             for k in [k for k in self._nms if k[0] == old]:
                 del self._nms[k]
@@ -223,7 +246,7 @@ class GraphPost:
         graph, sel = self._capture(self._select_step, x) if self.graphs else (None, self._select_step(x))
         if graph is not None:
             graph.replay()  # the capture recorded the work; the replay does it
-        entry = {"x": x, "graph": graph, "sel": sel, "key": key}
+        entry = {"x": x, "graph": graph, "sel": sel, "key": key, "shape": shape}
         self._select[key] = entry
         return entry
 
@@ -242,12 +265,63 @@ class GraphPost:
         nms["graph"].replay()
         return nms["out"]
 
+    def _counted(self, entry: dict[str, Any], top: int) -> None:
+        """A batch of ``entry``'s shape came back with ``top`` candidates in its fullest image."""
+        self._k[entry["shape"]] = pick_k(top, self.min_k)
+
+    def _download_counts(self, entry: dict[str, Any], n: int) -> int:
+        """The largest candidate count of the first n images (waits for the select step)."""
+        torch = self._torch
+        counts = entry["sel"]["counts"]
+        if self._counts_event is None:
+            return int(counts.numpy()[:n].max(initial=0))
+        if self._counts_host is None or self._counts_host.numel() < counts.numel():
+            self._counts_host = torch.empty(counts.numel(), dtype=torch.int32, pin_memory=True)
+        host = self._counts_host[: counts.numel()]
+        host.copy_(counts, non_blocking=True)
+        self._counts_event.record()
+        self._counts_event.synchronize()
+        return int(host.numpy()[:n].max(initial=0))
+
+    def _run_nms(self, entry: dict[str, Any], top: int, n: int, max_det: int) -> PendingRows:
+        """Enqueue the nms step of ``entry`` with the K for ``top`` candidates, and the download."""
+        torch = self._torch
+        from y9deploy.runtime import nms_triton
+
+        b, _, a = entry["x"].shape
+        k = min(pick_k(top, self.min_k), int(a))  # never more than the anchors (counts <= A)
+        if k > nms_triton.MAX_K or b * k * k // 8 > self.budget:
+            self.stats["eager"] += 1
+            from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch
+
+            o = entry["opts"]
+            rows = batched_postprocess_torch(
+                entry["x"][:n], conf=o.conf, iou=o.iou, agnostic=o.agnostic, max_det=max_det,
+                classes=o.classes, max_nms=self.max_nms,
+            )  # fmt: skip
+            return PendingRows(n, ready=rows)
+        self.stats["graph"] += 1
+        self.stats["k"] = k
+        out = self._nms_out(entry, k, max_det)
+        pending = PendingRows(n, max_det=max_det, k=k, owner=self, lane=entry)
+        if self.device.type != "cuda":
+            pending.host = out
+            return pending
+        host = entry.get("host")
+        if host is None or host.shape != out.shape:
+            host = entry["host"] = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(out, non_blocking=True)
+        event = entry.get("event") or torch.cuda.Event()
+        entry["event"] = event
+        event.record()
+        pending.host, pending.event = host, event
+        return pending
+
     # ---------------------------------------------------------------- public
     def submit(self, pred: Any, n: int, opts: PredictOptions) -> PendingRows:
         """Enqueue post-processing of ``pred`` (Tensor[B, 4+nc, A] on ``device``; the first ``n`` images are
-        real) on the current stream. Waits only for the candidate counts (i.e. for the network); the rows are
-        downloaded asynchronously: ``PendingRows.rows()`` waits for them."""
-        torch = self._torch
+        real) on the current stream. Returns at once when a batch of this shape ran before (else after one
+        wait for the candidate counts); ``PendingRows.rows()`` waits for the results (module docstring)."""
         if pred.ndim != 3 or pred.shape[1] != 4 + self.nc:
             raise ValueError(
                 f"pred has shape {tuple(pred.shape)}; expected [B, {4 + self.nc}, A] for {self.nc} classes."
@@ -257,43 +331,11 @@ class GraphPost:
             raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
         self.set_options(opts)
         entry = self._select_entry(pred)
-        counts = entry["sel"]["counts"]
-        if self._counts_event is not None:
-            if self._counts_host is None or self._counts_host.numel() < counts.numel():
-                self._counts_host = torch.empty(counts.numel(), dtype=torch.int32, pin_memory=True)
-            host = self._counts_host[: counts.numel()]
-            host.copy_(counts, non_blocking=True)
-            self._counts_event.record()
-            self._counts_event.synchronize()  # the one wait before the NMS: the network's end
-            counts_np = host.numpy()[:n]
-        else:
-            counts_np = counts.numpy()[:n]
-        top = int(counts_np.max(initial=0))
-        if top == 0:
-            return PendingRows(n, ready=[np.zeros((0, 6), np.float32) for _ in range(n)])
-        from y9deploy.runtime import nms_triton
-
-        b, a = int(pred.shape[0]), int(pred.shape[2])
-        k = min(pick_k(top, self.min_k), a)  # never more than the anchors (counts <= A)
-        if k > nms_triton.MAX_K or b * k * k // 8 > self.budget:
-            self.stats["eager"] += 1
-            from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch
-
-            rows = batched_postprocess_torch(
-                pred[:n], conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=max_det,
-                classes=opts.classes, max_nms=self.max_nms,
-            )  # fmt: skip
-            return PendingRows(n, ready=rows)
-        self.stats["graph"] += 1
-        self.stats["k"] = k
-        out = self._nms_out(entry, k, max_det)
-        if self.device.type != "cuda":
-            return PendingRows(n, host=out, max_det=max_det)
-        host = entry.get("host")
-        if host is None or host.shape != out.shape:
-            host = entry["host"] = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
-        host.copy_(out, non_blocking=True)
-        event = entry.get("event") or torch.cuda.Event()
-        entry["event"] = event
-        event.record()
-        return PendingRows(n, host=host, event=event, max_det=max_det)
+        entry["opts"] = opts
+        k = self._k.get(entry["shape"])
+        if k is None:
+            top = self._download_counts(entry, n)
+            if top == 0:
+                return PendingRows(n, ready=[np.zeros((0, 6), np.float32) for _ in range(n)])
+            k = top
+        return self._run_nms(entry, k, n, max_det)
