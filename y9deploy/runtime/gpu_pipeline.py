@@ -104,6 +104,9 @@ class GpuPipeline:
         self._stager: ThreadPoolExecutor | None = None  # stream(): stages the next chunk in the background
         self._host_blob: Any = None
         self._stream_slots: Any = None  # runtime.gpu_stream.StreamSlots, made by the first stream
+        from y9deploy.runtime.gpu_stream import HostProfile
+
+        self.host_profile = HostProfile()  # host time per step of predict_stream
         self.graph_post = graph_post
         self._graph_post: Any = None
         if post != "cpu" and not backend.end2end and graph_post is not False:

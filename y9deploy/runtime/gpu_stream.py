@@ -29,6 +29,8 @@ With the eager post-processing paths, ``_post_submit`` computes the rows at once
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -94,12 +96,37 @@ class StreamSlots:
         return view
 
 
+class HostProfile:
+    """Host milliseconds spent per step of the stream (``GpuPipeline.host_profile``; benchmarks read it):
+    where the host waits and works, to tell a host-bound stream from a device-bound one."""
+
+    def __init__(self) -> None:
+        self.ms: defaultdict[str, float] = defaultdict(float)
+        self.calls: defaultdict[str, int] = defaultdict(int)
+
+    def add(self, name: str, t0: float) -> float:
+        now = time.perf_counter()
+        self.ms[name] += (now - t0) * 1000.0
+        self.calls[name] += 1
+        return now
+
+    def per_call(self) -> dict[str, float]:
+        return {k: round(v / max(1, self.calls[k]), 3) for k, v in self.ms.items()}
+
+    def reset(self) -> None:
+        self.ms.clear()
+        self.calls.clear()
+
+
 def stage(pipe: Any, frames: list[np.ndarray], padded: int, slot: int) -> tuple[Any, list[Any]]:
     """The host part of pre-processing into host slot ``slot`` and its upload (stage thread): (device view
     of the slot, LetterboxInfo list)."""
+    prof = pipe.host_profile
     slots = pipe._stream_slots
+    t = time.perf_counter()
     if slots.uploaded[slot] is not None:
         slots.uploaded[slot].synchronize()  # the host slot's last upload must be done before rewriting it
+    t = prof.add("stage_wait_slot", t)
     h, w = pipe.imgsz
     if pipe.pre == "hybrid":
         staging = slots.host(slot, (len(frames), h, w, 3), pipe._torch.uint8)
@@ -107,7 +134,10 @@ def stage(pipe: Any, frames: list[np.ndarray], padded: int, slot: int) -> tuple[
     else:
         staging = slots.host(slot, (padded, 3, h, w), pipe.dtype)
         infos = pipe._prepare_into(frames, staging.numpy())
-    return slots.upload(slot, staging), infos
+    t = prof.add("stage_letterbox", t)
+    view = slots.upload(slot, staging)
+    prof.add("stage_upload_enqueue", t)
+    return view, infos
 
 
 def launch(pipe: Any, staged: Any, padded: int, slot: int, opts: Any, timer: Any) -> dict[str, Any]:
@@ -156,6 +186,7 @@ def stream_chunks(
     if getattr(pipe, "_stream_slots", None) is None:
         pipe._stream_slots = StreamSlots(pipe)
     stager = pipe._stager
+    prof = pipe.host_profile
     failed: list[BaseException] = []
 
     def pull() -> Any:
@@ -178,11 +209,15 @@ def stream_chunks(
         """Launch the staged chunk (in ``slot``), then pull the next one and start staging it into the other
         slot at once, so that the host letterbox runs back to back."""
         nonlocal pending, pending_item
+        t = time.perf_counter()
         staged, infos = pending.result()
+        t = prof.add("main_wait_stage", t)
         item, pending, pending_item = pending_item, None, None
         with ctx():
             outputs = launch(pipe, staged, item[1], slot, opts, timer)
+        t = prof.add("main_launch", t)
         pending_item = pull()
+        t = prof.add("main_pull", t)
         if pending_item is not None:
             pending = start(pending_item, 1 - slot)
         return Launched(outputs, infos, item[2], slot)
@@ -201,11 +236,17 @@ def stream_chunks(
         while cur is not None:
             with ctx():
                 nxt, nxt_post = (take(1 - cur.slot), None) if pending is not None else (None, None)
+                t = time.perf_counter()
                 if nxt is not None:
                     nxt_post = pipe._post_submit(nxt.outputs, len(nxt.infos), opts)
                     timer.mark(POST)
-                dets = pipe._detections(post.rows(), cur.infos)
+                t = prof.add("main_post_submit", t)
+                rows = post.rows()
+                t = prof.add("main_wait_rows", t)
+                dets = pipe._detections(rows, cur.infos)
+                t = prof.add("main_detections", t)
             yield dets, cur.tag
+            prof.add("caller", t)
             cur, post = nxt, nxt_post
         if failed:
             raise failed[0]
