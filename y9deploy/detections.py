@@ -81,6 +81,19 @@ class Detections:
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64), names)
 
     @classmethod
+    def _trusted(
+        cls, xyxy: np.ndarray, confidence: np.ndarray, class_id: np.ndarray, names: Any
+    ) -> Detections:
+        """Internal fast path (``postprocess.batch_to_detections``): arrays already of the right dtypes, shapes
+        and contiguity, and names already checked by ``_check_names``; nothing is validated or copied."""
+        det = object.__new__(cls)
+        object.__setattr__(det, "xyxy", xyxy)
+        object.__setattr__(det, "confidence", confidence)
+        object.__setattr__(det, "class_id", class_id)
+        object.__setattr__(det, "names", names)
+        return det
+
+    @classmethod
     def from_rows(cls, rows: np.ndarray, names: Names = ()) -> Detections:
         """rows (ndarray[N, 6]): (x1, y1, x2, y2, score, class), e.g. one ``postprocess`` output."""
         arr = np.asarray(rows)

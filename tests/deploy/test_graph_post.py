@@ -80,7 +80,7 @@ def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
     assert small.stats == {"graph": 0, "eager": 1, "k": 0}
 
 
-def test_k_from_the_last_batch_and_reruns():
+def test_k_from_the_last_batch_and_reruns(monkeypatch):
     """After the first batch of a shape, K comes from the previous batch (no counts download); a batch with more
     candidates than that K is run again with a K that fits, from its own kept data, even when the next batch was
     submitted before its rows were read (two lanes)."""
@@ -101,6 +101,14 @@ def test_k_from_the_last_batch_and_reruns():
     d = post.submit(torch.from_numpy(many), 2, opts)
     assert_rows_equal(d.rows(), postprocess(many, conf=0.25))  # rows in the other order, reruns included
     assert_rows_equal(c.rows(), postprocess(few, conf=0.25))
+    post.submit(torch.from_numpy(few), 2, opts).rows()  # K back to 64
+    monkeypatch.setattr(nms_triton, "MAX_K", 128)  # the rerun of the next batch needs 512: the eager path
+    e = post.submit(torch.from_numpy(many), 2, opts)
+    blk, kept = e.block()
+    assert e.ready is not None and post.stats["eager"] == 1
+    want = postprocess(many, conf=0.25)
+    assert_rows_equal(e.rows(), want)
+    assert_rows_equal([blk[i, : kept[i]] for i in range(2)], want)
 
 
 def test_padding_images_fp16_and_no_candidates():

@@ -181,3 +181,34 @@ def test_host_modules_import_without_torch():
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+def test_batch_to_detections_equals_per_frame():
+    """The vectorised batch conversion (GPU path) equals to_detections of each frame bit for bit, for frames
+    of different sizes (different scales and paddings), with and without clipping, and frames without rows."""
+    from y9deploy.postprocess import batch_to_detections, to_detections
+    from y9deploy.preprocess import letterbox_info
+
+    rng = np.random.default_rng(5)
+    shapes = [(1080, 1920), (480, 640), (333, 517), (640, 640), (720, 405)]
+    infos = [letterbox_info(hw, (384, 640)) for hw in shapes]
+    block = np.zeros((5, 50, 6), np.float32)
+    block[..., :2] = rng.uniform(-20, 600, (5, 50, 2))
+    block[..., 2:4] = block[..., :2] + rng.uniform(1, 300, (5, 50, 2))
+    block[..., 4] = rng.random((5, 50))
+    block[..., 5] = rng.integers(0, 3, (5, 50))
+    kept = np.array([50, 0, 17, 1, 33])
+    names = ["a", "b", "c"]
+    for clip in (True, False):
+        got = batch_to_detections(block, kept, infos, names, clip=clip)
+        for i, d in enumerate(got):
+            want = to_detections(block[i, : kept[i]], infos[i], names, clip=clip)
+            assert len(d) == kept[i] and d.names == want.names
+            for name in ("xyxy", "confidence", "class_id"):
+                a, b = getattr(d, name), getattr(want, name)
+                assert a.dtype == b.dtype and a.flags.c_contiguous
+                np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="expected \\[B, M, 6\\] and \\[B\\]"):
+        batch_to_detections(block[:, :, :5], kept, infos, names)
+    with pytest.raises(ValueError, match="expected counts in \\[0, 50\\]"):
+        batch_to_detections(block, kept + 1, infos, names)

@@ -154,7 +154,7 @@ class GpuPipeline:
             timer.mark(PRE)
             outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
             timer.mark(INFER)
-            dets = self._detections(self._post_submit(outputs, len(frames), opts).rows(), infos)
+            dets = self._detections(self._post_submit(outputs, len(frames), opts), infos)
             timer.mark(POST)
         return dets
 
@@ -298,10 +298,15 @@ class GpuPipeline:
         return stage(self, frames, padded, slot)
 
     # ---------------------------------------------------------------- post-processing
-    def _detections(self, rows: list[np.ndarray], infos: list[Any]) -> list[Any]:
+    def _detections(self, post: Any, infos: list[Any]) -> list[Any]:
+        """A PendingRows -> Detections per frame (one vectorised pass for a whole graph-post batch)."""
+        if post.ready is None:
+            from y9deploy.postprocess import batch_to_detections
+
+            return batch_to_detections(*post.block(), infos, self.names)
         from y9deploy.runtime.detector import to_detections
 
-        return [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+        return [to_detections(r, info, self.names) for r, info in zip(post.ready, infos)]
 
     def _post_submit(self, outputs: dict[str, Any], n: int, opts: PredictOptions) -> Any:
         """Start post-processing the first ``n`` images of ``outputs``: a PendingRows whose ``rows()`` gives one

@@ -241,9 +241,10 @@ def stream_chunks(
                     nxt_post = pipe._post_submit(nxt.outputs, len(nxt.infos), opts)
                     timer.mark(POST)
                 t = prof.add("main_post_submit", t)
-                rows = post.rows()
+                if post.ready is None:
+                    post.block()  # waits for the download (the Detections below read it again, ready)
                 t = prof.add("main_wait_rows", t)
-                dets = pipe._detections(rows, cur.infos)
+                dets = pipe._detections(post, cur.infos)
                 t = prof.add("main_detections", t)
             yield dets, cur.tag
             prof.add("caller", t)

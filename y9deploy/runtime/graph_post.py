@@ -70,18 +70,38 @@ class PendingRows:
     owner: Any = None  # the GraphPost (K bookkeeping, re-runs)
     lane: Any = None  # the select entry the batch ran from
     ready: list[np.ndarray] | None = None  # results computed eagerly (fallback path)
+    _block: Any = None  # block()'s result, once waited for
 
-    def rows(self) -> list[np.ndarray]:
-        if self.ready is not None:
-            return self.ready
+    def block(self) -> tuple[np.ndarray, np.ndarray]:
+        """Wait for the download: (ndarray[n, max_det, 6] rows, ndarray[n] kept per image), image i's rows
+        being ``rows[i, :kept[i]]``. A view of the pinned buffer, valid until the next submit but one of this
+        shape. Not for results computed eagerly (``ready``)."""
+        if self._block is not None:
+            return self._block
         if self.event is not None:
             self.event.synchronize()
         blk = self.host.numpy()
         top = int(blk[: self.n, self.max_det, 1].max(initial=0))
         self.owner._counted(self.lane, top)
         if top > self.k:  # more candidates than the K it ran with: again, with a K that fits
-            return self.owner._run_nms(self.lane, top, self.n, self.max_det).rows()
-        kept = blk[: self.n, self.max_det, 0].astype(np.int64)
+            again = self.owner._run_nms(self.lane, top, self.n, self.max_det)
+            if again.ready is not None:  # too many for a graph: the eager path's rows, as a block
+                self.ready = again.ready
+                width = max(1, max(len(r) for r in again.ready))
+                blk = np.zeros((self.n, width, 6), np.float32)
+                for i, r in enumerate(again.ready):
+                    blk[i, : len(r)] = r
+                self._block = blk, np.array([len(r) for r in again.ready], np.int64)
+            else:
+                self._block = again.block()
+            return self._block
+        self._block = blk[: self.n, : self.max_det], blk[: self.n, self.max_det, 0].astype(np.int64)
+        return self._block
+
+    def rows(self) -> list[np.ndarray]:
+        if self.ready is not None:
+            return self.ready
+        blk, kept = self.block()
         return [blk[i, : kept[i]].copy() for i in range(self.n)]
 
 
