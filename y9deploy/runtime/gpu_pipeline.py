@@ -10,15 +10,18 @@ download of the detections on the device, on one CUDA stream.
      flipped and normalised on the GPU (``gpu_ops.prepare_torch``; within one grey level of OpenCV);
    - "cpu": the whole blob is made on the CPU (``preprocess.prepare``) and uploaded (4x the bytes of hybrid);
 2. inference: ``backend.infer`` on the device tensor (a CUDA graph replay on the torch and TensorRT backends);
-3. post-processing (``post``): batched decode + NMS on the GPU (``runtime.gpu_postprocess``), one download
-   of the rows ("gpu", and "auto": on an H200 host it beat the host path at batch 1, 2.2 vs 3.5 ms with
-   ~100 candidates per frame, and at batch 64); or the raw output downloaded (as float32: numpy's float16
-   arithmetic is slow) and decoded + NMS'd on the host (``postprocess.postprocess``) with "cpu".
-   End-to-end outputs are downloaded as they are (a few KB).
+3. post-processing (``post``): batched decode + NMS on the GPU, "gpu" and "auto" (on an H200 it beats the host
+   path at every batch size): replayed as CUDA graphs (``runtime.graph_post``: a few launches and one download
+   of the rows, 0.5-0.7 ms per call at batch 1 and 64 with ~100 candidates per frame) when triton imports, else
+   the eager ``runtime.gpu_postprocess``; the rows are turned into Detections for the whole batch at once
+   (``postprocess.batch_to_detections``). With "cpu", the raw output is downloaded (as float32: numpy's float16
+   arithmetic is slow) and decoded + NMS'd on the host (``postprocess.postprocess``). End-to-end outputs are
+   downloaded as they are (a few KB).
 
-``run_stream`` (``Detector.predict_stream``) pipelines a sequence of batches: the host part of pre-processing of
-batch i+1 (hybrid: the OpenCV letterbox; cpu: the whole blob) runs in a background thread into the second of
-two staging buffers while the device works on batch i (``runtime.gpu_stream``).
+``run_stream`` (``Detector.predict_stream``) pipelines a sequence of batches (``runtime.gpu_stream``): the host
+letterbox and upload of the next batch run in a background thread into the second of two staging slots while
+the device works on the current one, and the device gets batch i+1 before the host builds the Detections of
+batch i.
 
 Every buffer is reused between calls (bounded caches), so memory does not grow.
 """
