@@ -1,11 +1,12 @@
 """Soak test: many Detector.predict calls; the process's resident memory must not grow after warm-up.
 
-    python benchmarks/soak_memory.py [MODEL] [--calls 10000] [--warmup 300] [--device cpu] [--json OUT]
+    python benchmarks/soak_memory.py [MODEL] [--calls 10000] [--warmup 300] [--device cpu] [--conf 0.25] [--json OUT]
 
 MODEL: a .onnx / .engine / .pt file. Without one, a gelan-t checkpoint with random weights is exported to ONNX
 at 256x256 in a temporary folder (needs torch). The calls cycle through a realistic mix: a 1920x1080 frame, a
 1280x720 frame, and a list of three frames of different sizes (so every buffer cache is exercised), with
-conf 0.25. RSS (psutil) is sampled after the warm-up and every 1,000 calls; the result is the growth from the
+``--conf`` (0.25). On the GPU path, torch's allocated CUDA memory is sampled too, and the CUDA-graph
+post-processing's call counts are reported. RSS (psutil) is sampled after the warm-up and every 1,000 calls; the result is the growth from the
 post-warm-up sample to the last one. Exit status 1 when it exceeds --limit-mb (default 10).
 """
 
@@ -34,6 +35,15 @@ def default_model(folder: Path) -> Path:
     return export_onnx_report(pt, folder / "gelan-t-256.onnx", imgsz=256, check=False).path
 
 
+def _gpu_mb(det) -> float | None:
+    """torch's allocated CUDA memory (MB) when the Detector runs the GPU path, else None."""
+    if det._gpu is None or not det._gpu.cuda:
+        return None
+    import torch
+
+    return torch.cuda.memory_allocated(det._gpu.device) / 2**20
+
+
 def frames() -> list:
     rng = np.random.default_rng(0)
 
@@ -54,6 +64,7 @@ def main() -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--limit-mb", type=float, default=10.0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--conf", type=float, default=0.25, help="confidence threshold of every call")
     args = ap.parse_args()
 
     import psutil
@@ -65,9 +76,10 @@ def main() -> int:
     model = args.model or default_model(Path(tmp.name))
     inputs = frames()
     samples: list[tuple[int, float]] = []
+    gpu_samples: list[tuple[int, float]] = []  # torch's allocated CUDA memory, on the GPU path
     t0 = time.perf_counter()
     n_dets = 0
-    with Detector(model, device=args.device, conf=0.25) as det:
+    with Detector(model, device=args.device, conf=args.conf) as det:
         print(f"{det!r}", flush=True)
         backend = det.backend.name
         for i in range(args.warmup + args.calls):
@@ -78,7 +90,15 @@ def main() -> int:
                 gc.collect()
                 rss = proc.memory_info().rss / 2**20
                 samples.append((done, rss))
-                print(f"after {done:>6} calls: RSS {rss:8.1f} MB", flush=True)
+                gpu = _gpu_mb(det)
+                if gpu is not None:
+                    gpu_samples.append((done, gpu))
+                print(
+                    f"after {done:>6} calls: RSS {rss:8.1f} MB" + (f", GPU {gpu:.1f} MB" if gpu else ""),
+                    flush=True,
+                )
+        graph = getattr(det._gpu, "_graph_post", None) if det._gpu is not None else None
+        graph_stats = dict(graph.stats) if graph is not None else None
     seconds = time.perf_counter() - t0
     base, last = samples[0][1], samples[-1][1]
     growth = last - base
@@ -94,6 +114,8 @@ def main() -> int:
         "samples": [[n, round(r, 1)] for n, r in samples],
         "seconds": round(seconds, 1),
         "detections": n_dets,
+        "gpu_allocated_mb": [[n, round(m, 1)] for n, m in gpu_samples],
+        "graph_post_stats": graph_stats,
     }
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}))
     if args.json:
