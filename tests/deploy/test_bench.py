@@ -147,6 +147,14 @@ def test_cli_benchmark_json_and_compare(tiny, tmp_path):
     case = json.loads(out.read_text())["cases"][0]
     assert case["iters"] == 20 and case["batch"] == 1 and case["stages"]["e2e"]["p50"] > 0
     assert "tiny.onnx" in res.output and "img/s" in res.output
+    streamed = tmp_path / "s.json"
+    res = runner.invoke(app, ["benchmark", str(tiny), "--batch", "2", "--iters", "4", "--stream", "--json",
+                              str(streamed), "--frame", "240x320"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    case = json.loads(streamed.read_text())["cases"][0]
+    assert case["mode"] == "stream" and case["iters"] == 4 and "stream" in res.output
+    res = runner.invoke(app, ["benchmark", str(tiny), "--compile", "--iters", "1"])
+    assert res.exit_code != 0 and "compile" in str(res.exception or res.output)  # an .onnx model: refused
     res = runner.invoke(app, ["benchmark", str(tiny), "--batch", "1,2", "--iters", "3", "--warmup", "0",
                               "--compare", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output

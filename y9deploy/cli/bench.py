@@ -50,6 +50,17 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--compare", help="An earlier --json output: print the regression table."),
         ] = None,
+        stream: Annotated[
+            bool,
+            typer.Option(
+                "--stream",
+                help="Time predict_stream over consecutive batches (next batch's letterbox overlapped).",
+            ),
+        ] = False,
+        compile_model: Annotated[
+            bool,
+            typer.Option("--compile", help="torch.compile a .pt model on CUDA (slow first call per batch)."),
+        ] = False,
     ) -> None:
         """Benchmark models: p50/p90/p99/max of pre, infer, post and end to end, and img/s."""
         from rich.console import Console
@@ -79,7 +90,9 @@ def register(app: typer.Typer) -> None:
             frames=frames,
             imgsz=imgsz,
             conf=conf,
+            stream=stream,
             progress=lambda name, b: console.print(f"[dim]benchmarking {name} batch {b} ...[/dim]"),
+            **({"compile": True} if compile_model else {}),
         )
         table = Table(
             title="y9 benchmark: p50 per stage, end to end p50/p99 (ms), throughput", title_justify="left"
@@ -90,7 +103,7 @@ def register(app: typer.Typer) -> None:
         for c in result.cases:
             s = c.stages
             table.add_row(
-                f"{c.model} ({c.backend}, {c.device})",
+                f"{c.model} ({c.backend}, {c.device}{', stream' if c.mode == 'stream' else ''})",
                 str(c.batch),
                 f"{s['pre'].p50:.2f}",
                 f"{s['infer'].p50:.2f}",
