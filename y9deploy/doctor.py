@@ -51,6 +51,7 @@ class DoctorReport:
     tensorrt_rtx: str | None
     cuda_python: str | None
     cuda_driver: str  # the CUDA version the driver supports ("13.0"), "" without a driver
+    triton: str | None = None  # Triton: the GPU NMS kernels and the CUDA-graph post-processing
     gpus: list[GpuInfo] = field(default_factory=list)
     verdicts: list[BackendVerdict] = field(default_factory=list)
 
@@ -151,6 +152,7 @@ def verdicts(
     tensorrt_rtx: str | None,
     cuda_python: str | None,
     rtx_ccs: tuple[str, ...] = RTX_CCS,
+    triton: str | None = None,
 ) -> list[BackendVerdict]:
     """One plain sentence per backend about whether it runs on this machine (pure: facts in, sentences out)."""
     out: list[BackendVerdict] = []
@@ -300,7 +302,12 @@ def verdicts(
                     "PyTorch (CUDA)",
                     True,
                     f"torch {torch} runs .pt checkpoints on the GPU "
-                    "(FP16, channels_last, CUDA graphs) and does the GPU pre-processing.",
+                    "(FP16, channels_last, CUDA graphs) and does the GPU pre- and post-processing"
+                    + (
+                        f" (NMS replayed as CUDA graphs with triton {triton})."
+                        if triton
+                        else "; triton is not installed, so the GPU NMS runs eagerly (slower): pip install triton."
+                    ),
                 )
             )
         elif gpu is not None:
@@ -336,6 +343,7 @@ def diagnose() -> DoctorReport:
         "onnxruntime-gpu", "onnxruntime", "onnxruntime-directml", "onnxruntime-openvino"
     )
     trt_v, rtx_v = _module_version("tensorrt"), _module_version("tensorrt_rtx")
+    triton_v = _module_version("triton") if torch_gpu else None
     _, cuda_py = _dist_version("cuda-python", "cuda-bindings")
     gpus = _gpus_from_torch() or _gpus_from_cuda_python()
     driver = _nvidia_smi_driver()
@@ -364,6 +372,7 @@ def diagnose() -> DoctorReport:
         tensorrt_rtx=rtx_v,
         cuda_python=cuda_py,
         cuda_driver=_cuda_driver(),
+        triton=triton_v,
         gpus=gpus,
     )
     report.verdicts = verdicts(
@@ -376,6 +385,7 @@ def diagnose() -> DoctorReport:
         tensorrt_rtx=rtx_v,
         cuda_python=cuda_py,
         rtx_ccs=tuple(rtx_ccs),
+        triton=triton_v,
     )
     return report
 

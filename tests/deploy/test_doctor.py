@@ -104,3 +104,15 @@ def test_every_verdict_is_one_sentence(gpus):
                       onnxruntime_providers=["CUDAExecutionProvider"], tensorrt_rtx="1.7", cuda_python="13")  # fmt: skip
     for v in verdicts(gpus=gpus, **everything):
         assert v.reason.endswith(".") and "\n" not in v.reason
+
+
+def test_torch_cuda_verdict_says_whether_graph_post_processing_runs():
+    base = {**BASE, "torch": "2.11.0+cu130", "torch_sees_gpu": True}
+    with_triton = by_backend(verdicts(gpus=[H200], **base, triton="3.6.0"))["PyTorch (CUDA)"]
+    assert with_triton.runs and "CUDA graphs with triton 3.6.0" in with_triton.reason
+    without = by_backend(verdicts(gpus=[H200], **base))["PyTorch (CUDA)"]
+    assert (
+        without.runs
+        and "triton is not installed" in without.reason
+        and "pip install triton" in without.reason
+    )

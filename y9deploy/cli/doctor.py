@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
             ("TensorRT", report.tensorrt or missing),
             ("TensorRT-RTX", report.tensorrt_rtx or missing),
             ("cuda-python", report.cuda_python or missing),
+            ("triton", report.triton or missing),
             ("CUDA driver", report.cuda_driver or "[dim]none[/dim]"),
         ]
         for g in report.gpus:
