@@ -106,8 +106,8 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(tmp_path):
 )
 def test_letterbox_batch_equals_per_frame_prepare_torch(hw, imgsz):
     """The Detector's one-pass letterbox of a same-size batch gives gpu_ops.prepare_torch's values exactly."""
+    from y9deploy.gpu_ops import letterbox_batch_torch as letterbox_batch
     from y9deploy.gpu_ops import prepare_torch
-    from y9deploy.runtime.gpu_pipeline import letterbox_batch
 
     frames = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (3, *hw, 3), dtype=np.uint8))
     for dtype in (torch.float16, torch.float32):

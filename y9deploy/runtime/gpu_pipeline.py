@@ -213,7 +213,11 @@ class GpuPipeline:
             from y9deploy.gpu_ops import prepare_torch
 
             return prepare_torch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
-        return letterbox_batch(uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs)
+        from y9deploy.gpu_ops import letterbox_batch_torch
+
+        return letterbox_batch_torch(
+            uploaded, self.imgsz, dtype=self.dtype, color=lb.get("color", 114), **kwargs
+        )
 
     def _split(self, n: int) -> list[tuple[int, int]]:
         step = -(-n // (self.workers if self._pool is not None else 1))
@@ -359,47 +363,6 @@ class GpuPipeline:
             max_det=opts.max_det,
             classes=opts.classes,
         )
-
-
-def letterbox_batch(
-    frames: Any,
-    imgsz: tuple[int, int],
-    *,
-    dtype: Any,
-    scaleup: bool = True,
-    stride: int = 32,
-    color: Any = 114,
-) -> tuple[Any, list[Any]]:
-    """``gpu_ops.prepare_torch`` for a batch of same-size frames in one pass (a handful of kernels for the whole
-    batch instead of a handful per frame): the same operations on a [B, ...] tensor, so the same values.
-
-    Args:
-        frames (Tensor[B, H, W, 3] uint8 BGR) on the device.
-    Returns:
-        ``(blob Tensor[B, 3, h, w] RGB 0..1 of dtype, [LetterboxInfo] * B)``.
-    """
-    import torch
-    import torch.nn.functional as F
-
-    from y9deploy.preprocess import _fill_value, letterbox_info
-
-    b, h0, w0, _ = frames.shape
-    info = letterbox_info((int(h0), int(w0)), imgsz, scaleup=scaleup, stride=stride)
-    (rw, rh), (left, top) = info.resized_wh, info.offset
-    oh, ow = info.out_hw
-    if min(rw, rh) < 1:
-        raise ValueError(f"frames of shape {(int(h0), int(w0))} are too thin to letterbox into {(oh, ow)}.")
-    fill = _fill_value(color)
-    x = frames.permute(0, 3, 1, 2).flip(1).float()  # [B, 3, H, W] RGB 0..255
-    if (rh, rw) != (int(h0), int(w0)):
-        x = F.interpolate(x, size=(rh, rw), mode="bilinear", align_corners=False, antialias=False)
-        x = x.add_(0.5).floor_().clamp_(0, 255)  # whole grey levels, rounded half up like cv2
-    blob = torch.empty((int(b), 3, oh, ow), dtype=dtype, device=frames.device)
-    if (rh, rw) != (oh, ow):
-        pad = torch.tensor([fill[2], fill[1], fill[0]], dtype=torch.float32, device=frames.device).div_(255)
-        blob[:] = pad.to(dtype)[None, :, None, None]
-    blob[:, :, top : top + rh, left : left + rw] = x.div_(255)
-    return blob, [info] * int(b)
 
 
 class _nullcontext:
