@@ -298,10 +298,8 @@ class DistributedHooks(TrainHooks):
 
     def build_train_loader(self, dataset, batch_size: int, *, workers: int, multi_scale: bool, seed: int):
         """This rank's loader: its share of each global batch of ``batch_size`` images."""
-        from torch.utils.data import DataLoader
-
         from y9train.data import YoloBatchSampler
-        from y9train.data.loader import collate, worker_init
+        from y9train.data.loader import loader_for_sampler
         from y9train.run_setup import cpu_count
 
         if batch_size % self.world_size:
@@ -318,22 +316,11 @@ class DistributedHooks(TrainHooks):
             self.barrier()  # datasets and caches are built: the other ranks may build theirs
         batches = YoloBatchSampler(dataset, batch_size, shuffle=dataset.augment, multi_scale=multi_scale)
         sampler = DistributedBatchSampler(batches, self.rank, self.world_size)
-        workers = max(0, min(int(workers), cpu_count() // self.local_world_size))
-        kwargs = {}
-        if workers > 0:
-            kwargs = {
-                "persistent_workers": True,
-                "prefetch_factor": 2,
-                "worker_init_fn": worker_init,
-                "generator": torch.Generator().manual_seed(dataset.seed),
-            }
-        return DataLoader(
+        return loader_for_sampler(
             dataset,
-            batch_sampler=sampler,
-            num_workers=workers,
-            collate_fn=collate,
+            sampler,
+            workers=min(int(workers), cpu_count() // self.local_world_size),
             pin_memory=self.device is not None and self.device.type == "cuda",
-            **kwargs,
         )
 
     # ------------------------------------------------------------------------------------------ collectives

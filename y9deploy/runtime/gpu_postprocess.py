@@ -129,27 +129,17 @@ def batched_postprocess_torch(
     pred = pred.float()
     b, c, _ = pred.shape
     nc, dev = c - 4, pred.device
-    thr = _check_thresholds(conf, iou, nc)
-    ids = _check_classes(classes, nc)
-    best, cls = pred[:, 4:].max(1)  # [B, A]: the best class of each anchor (first one on ties)
-    valid = best > (torch.as_tensor(thr, device=dev)[cls] if thr.ndim == 1 else float(thr))
-    if ids is not None:
-        valid &= torch.isin(cls, torch.as_tensor(ids, device=dev))
-    counts_t = valid.sum(1).clamp_(max=int(max_nms))  # [B]
+    thr, allowed = class_thresholds(conf, iou, classes, nc)
+    sel = select_candidates(
+        pred, torch.from_numpy(thr).to(dev), torch.from_numpy(allowed).to(dev), int(max_nms)
+    )
+    counts_t = sel["counts"]
     counts = counts_t.tolist()  # the one sync before the NMS
     out = [np.zeros((0, 6), np.float32) for _ in range(b)]
     kmax = max(counts, default=0)
     if kmax == 0:
         return out
-    key = torch.where(valid, best, torch.full_like(best, -float("inf")))
-    order = torch.sort(key, dim=1, descending=True, stable=True).indices[:, :kmax]  # [B, K]
-    scores = best.gather(1, order)  # [B, K]
-    clsf = cls.gather(1, order).float()  # [B, K]
-    xywh = pred[:, :4].gather(2, order[:, None, :].expand(b, 4, kmax))  # [B, 4, K]
-    half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
-    boxes = torch.stack(
-        [xywh[:, 0] - half_w, xywh[:, 1] - half_h, xywh[:, 0] + half_w, xywh[:, 1] + half_h], 2
-    )  # [B, K, 4]
+    boxes, scores, clsf = sorted_boxes(pred, sel, kmax)
     t = float(threshold_below(iou))
     parts: list[tuple[list[int], Any]] = []
     for k, members in bucket_images(counts, min_bucket):
@@ -178,6 +168,71 @@ def batched_postprocess_torch(
     return out
 
 
+def class_thresholds(conf: Any, iou: float, classes: Any, nc: int) -> tuple[np.ndarray, np.ndarray]:
+    """Checked options -> (ndarray[nc] float32 confidence threshold per class, ndarray[nc] bool class filter),
+    the inputs of ``select_candidates``."""
+    thr = _check_thresholds(conf, iou, nc)
+    ids = _check_classes(classes, nc)
+    allowed = np.ones(nc, bool)
+    if ids is not None:
+        allowed[:] = False
+        allowed[ids] = True
+    return np.array(np.broadcast_to(thr, (nc,)), np.float32), allowed
+
+
+def select_candidates(pred: Any, thr: Any, allowed: Any, max_nms: int) -> dict[str, Any]:
+    """The candidates of every image, sorted.
+
+    Args:
+        pred (Tensor[B, 4+nc, A]): raw output (float16 or float32: the max is taken in its dtype, float16 ->
+            float32 being exact and monotonic).
+        thr (Tensor[nc] float32): confidence threshold per class (strictly greater passes).
+        allowed (Tensor[nc] bool): the class filter.
+        max_nms: most candidates per image.
+    Returns:
+        ``{"best": Tensor[B, A] float32 best score, "cls": Tensor[B, A] int64 its class (first on ties),
+        "counts": Tensor[B] int32 candidates (<= max_nms), "order": Tensor[B, A] candidates first, by descending
+        score, ties in anchor order}``.
+    """
+    import torch
+
+    best, cls = pred[:, 4:].max(1)
+    best = best.float()
+    valid = (best > thr[cls]) & allowed[cls]
+    counts = valid.sum(1, dtype=torch.int32).clamp_(max=max_nms)
+    key = torch.where(valid, best, torch.full_like(best, -float("inf")))
+    order = torch.sort(key, dim=1, descending=True, stable=True).indices
+    return {"best": best, "cls": cls, "counts": counts, "order": order}
+
+
+def sorted_boxes(pred: Any, sel: dict[str, Any], k: int) -> tuple[Any, Any, Any]:
+    """The first ``k`` candidates of ``select_candidates``: boxes Tensor[B, K, 4] xyxy float32 (``x - w / 2``
+    ... as ``postprocess.decode``), scores Tensor[B, K] float32, classes Tensor[B, K] float32."""
+    import torch
+
+    b = pred.shape[0]
+    idx = sel["order"][:, :k]
+    scores = sel["best"].gather(1, idx)
+    clsf = sel["cls"].gather(1, idx).float()
+    xywh = pred[:, :4].gather(2, idx[:, None, :].expand(b, 4, k)).float()  # [B, 4, K]
+    half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
+    boxes = torch.stack(
+        [xywh[:, 0] - half_w, xywh[:, 1] - half_h, xywh[:, 0] + half_w, xywh[:, 1] + half_h], 2
+    )
+    return boxes, scores, clsf
+
+
+def class_offsets_torch(boxes: Any, alive: Any) -> Any:
+    """``nms.class_offsets``'s offset per image: boxes Tensor[B, K, 4], alive Tensor[B, K] bool (the real
+    candidates) -> Tensor[B] float32, MAX_WH unless the candidates span more (then ceil(span + 1))."""
+    import torch
+
+    hi = boxes.masked_fill(~alive[..., None], -float("inf")).amax((1, 2)).double()
+    lo = boxes.masked_fill(~alive[..., None], float("inf")).amin((1, 2)).double().clamp(max=0.0)
+    span = hi - lo
+    return torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
+
+
 def _bucket_keep(
     boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int, scan: str
 ) -> Any:
@@ -187,14 +242,7 @@ def _bucket_keep(
 
     b, k = boxes.shape[:2]
     alive = torch.arange(k, device=boxes.device)[None, :] < n[:, None]  # [b, K]
-    if agnostic:
-        shifted = boxes
-    else:
-        hi = boxes.masked_fill(~alive[..., None], -float("inf")).amax((1, 2)).double()
-        lo = boxes.masked_fill(~alive[..., None], float("inf")).amin((1, 2)).double().clamp(max=0.0)
-        span = hi - lo
-        offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
-        shifted = boxes + (clsf * offset[:, None])[..., None]
+    shifted = boxes if agnostic else boxes + (clsf * class_offsets_torch(boxes, alive)[:, None])[..., None]
     group = max(1, budget // (k * k))
     upper = None
     keep_all = []

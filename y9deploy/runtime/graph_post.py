@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.nms import MAX_WH, threshold_below
-from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
+from y9deploy.nms import threshold_below
+from y9deploy.postprocess import MAX_NMS
 from y9deploy.runtime.options import PredictOptions
 
 MIN_K = 64  # smallest K of an nms graph
@@ -159,22 +159,13 @@ class GraphPost:
     def set_options(self, opts: PredictOptions) -> None:
         """Write conf/iou/classes/agnostic into the device buffers the graphs read (only when they changed)."""
         torch = self._torch
-        thr = _check_thresholds(opts.conf, opts.iou, self.nc)
-        ids = _check_classes(opts.classes, self.nc)
-        key = (
-            thr.tobytes(),
-            thr.shape,
-            float(opts.iou),
-            bool(opts.agnostic),
-            None if ids is None else ids.tobytes(),
-        )
+        from y9deploy.runtime.gpu_postprocess import class_thresholds
+
+        thr, allowed = class_thresholds(opts.conf, opts.iou, opts.classes, self.nc)
+        key = (thr.tobytes(), allowed.tobytes(), float(opts.iou), bool(opts.agnostic))
         if key == self._opts_key:
             return
-        allowed = np.ones(self.nc, bool)
-        if ids is not None:
-            allowed[:] = False
-            allowed[ids] = True
-        self.thr.copy_(torch.from_numpy(np.array(np.broadcast_to(thr, (self.nc,)), np.float32)))
+        self.thr.copy_(torch.from_numpy(thr))
         self.allowed.copy_(torch.from_numpy(allowed))
         self.iou_t.fill_(float(threshold_below(opts.iou)))
         self.class_scale.fill_(0.0 if opts.agnostic else 1.0)
@@ -182,42 +173,28 @@ class GraphPost:
 
     # ---------------------------------------------------------------- the two steps
     def _select_step(self, x: Any) -> dict[str, Any]:
-        """x (Tensor[B, 4+nc, A], fp16/fp32) -> best Tensor[B, A] f32, cls Tensor[B, A] i64, counts Tensor[B]
-        i32, order Tensor[B, A] i64 (candidates first, by descending score, ties in anchor order)."""
-        torch = self._torch
-        best, cls = x[:, 4:].max(1)  # in the input dtype: float16 -> float32 is exact and monotonic
-        best = best.float()
-        valid = (best > self.thr[cls]) & self.allowed[cls]
-        counts = valid.sum(1, dtype=torch.int32).clamp_(max=self.max_nms)
-        key = torch.where(valid, best, torch.full_like(best, -float("inf")))
-        order = torch.sort(key, dim=1, descending=True, stable=True).indices
-        return {"best": best, "cls": cls, "counts": counts, "order": order}
+        """x (Tensor[B, 4+nc, A], fp16/fp32) -> ``gpu_postprocess.select_candidates`` under the buffers."""
+        from y9deploy.runtime.gpu_postprocess import select_candidates
+
+        return select_candidates(x, self.thr, self.allowed, self.max_nms)
 
     def _nms_step(self, x: Any, sel: dict[str, Any], k: int, max_det: int) -> Any:
         """The first k candidates of each image -> out Tensor[B, max_det + 1, 6] f32 (kept rows by score; row
         max_det: the kept count in column 0)."""
         torch = self._torch
         from y9deploy.runtime import nms_triton
+        from y9deploy.runtime.gpu_postprocess import class_offsets_torch, sorted_boxes
 
         b = x.shape[0]
-        idx = sel["order"][:, :k]  # [B, K]
-        scores = sel["best"].gather(1, idx)
-        clsf = sel["cls"].gather(1, idx).float()
-        xywh = x[:, :4].gather(2, idx[:, None, :].expand(b, 4, k)).float()  # [B, 4, K]
-        half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
-        boxes = torch.stack(
-            [xywh[:, 0] - half_w, xywh[:, 1] - half_h, xywh[:, 0] + half_w, xywh[:, 1] + half_h], 2
-        )  # [B, K, 4]
+        boxes, scores, clsf = sorted_boxes(x, sel, k)  # [B, K, 4], [B, K], [B, K]
         counts = sel["counts"]
         alive = torch.arange(k, device=x.device)[None, :] < counts[:, None]  # [B, K]
-        hi = boxes.masked_fill(~alive[..., None], -float("inf")).amax((1, 2)).double()
-        lo = boxes.masked_fill(~alive[..., None], float("inf")).amin((1, 2)).double().clamp(max=0.0)
-        span = hi - lo
-        offset = torch.where(span >= MAX_WH, torch.ceil(span + 1), torch.full_like(span, MAX_WH)).float()
-        shifted = boxes + (clsf * (offset * self.class_scale)[:, None])[..., None]
+        offset = class_offsets_torch(boxes, alive) * self.class_scale  # 0 when agnostic
+        shifted = boxes + (clsf * offset[:, None])[..., None]
         words = nms_triton.iou_bits(shifted, counts, self.iou_t)  # [B, K, K / 32] packed IoU > t bits
         keep = nms_triton.scan_words(words, counts, max_det)  # [B, K] bool, at most max_det per image
-        pos = torch.where(keep, keep.cumsum(1) - 1, torch.full_like(idx, max_det))  # rank, or the spare row
+        spare = torch.full((b, k), max_det, dtype=torch.int64, device=x.device)
+        pos = torch.where(keep, keep.cumsum(1) - 1, spare)  # rank, or the spare row
         rows = torch.cat([boxes, scores[..., None], clsf[..., None]], 2)  # [B, K, 6]
         out = torch.zeros((b, max_det + 1, 6), dtype=torch.float32, device=x.device)
         out.scatter_(1, pos[..., None].expand(b, k, 6), rows)

@@ -9,6 +9,7 @@ A batch (see /work/team/CONTRACTS.md) is a dict:
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import cv2
 import numpy as np
@@ -105,7 +106,6 @@ def build_dataloader(
     The epoch is taken from ``dataset.epoch`` when iteration starts: call ``dataset.set_epoch(e)`` first.
     """
     import torch
-    from torch.utils.data import DataLoader
 
     shuffle = dataset.augment if shuffle is None else shuffle
     rect = (not dataset.augment) if rect is None else rect
@@ -122,6 +122,30 @@ def build_dataloader(
     )
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
+    return loader_for_sampler(
+        dataset,
+        sampler,
+        workers=workers,
+        pin_memory=pin_memory,
+        persistent_workers=persistent_workers,
+        prefetch_factor=prefetch_factor,
+    )
+
+
+def loader_for_sampler(
+    dataset: YoloDataset,
+    sampler: Any,
+    *,
+    workers: int,
+    pin_memory: bool,
+    persistent_workers: bool = True,
+    prefetch_factor: int = 2,
+):
+    """The DataLoader of ``dataset`` over a batch sampler (``build_dataloader``'s, or one rank's share of it in
+    ``y9train.distributed``): collate to the batch contract, seeded workers (``worker_init``)."""
+    import torch
+    from torch.utils.data import DataLoader
+
     workers = max(0, int(workers))
     kwargs = {}
     if workers > 0:
