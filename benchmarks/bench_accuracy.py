@@ -1,0 +1,299 @@
+"""Accuracy benchmark: train a detector with y9 (or a reference trainer) on a split of a dataset, then evaluate its
+last-epoch EMA weights with y9's own evaluator (``y9train.validate.run_validation`` -> ``y9train.metrics.evaluate``)
+on the held-out part of the split. Every trainer is evaluated by the same code, on the same images.
+
+Steps (each a sub-command; ``--help`` on each):
+  split  DATA_YAML --out DIR [--every 5]       every 5th image of the train folder (sorted names) -> DIR/eval.txt,
+                                               the rest -> DIR/train.txt, DIR/data.yaml (train/val = the lists).
+                                               Nothing is copied: the lists name the original files.
+  run    --data DIR/data.yaml --out RUN ...    trains and evaluates; writes RUN/result.json and RUN/row.md.
+         --reference official --official-dir SRC   runs the official YOLOv9 train_dual.py (yolov9-*) / train.py
+                                               (gelan-*) untouched from its source tree SRC (numbers only);
+         --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
+  table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
+
+Example (the H200 runs in docs/benchmarks.md):
+  python benchmarks/bench_accuracy.py split ../shared/datasets/deeppcb/data.yaml --out splits/deeppcb
+  python benchmarks/bench_accuracy.py run --data splits/deeppcb/data.yaml --model yolov9-s --seed 0 --out r/y9-s0
+  python benchmarks/bench_accuracy.py run --data splits/deeppcb/data.yaml --model yolov9-s --seed 0 \\
+      --reference official --official-dir yolov9 --out r/off-s0
+  python benchmarks/bench_accuracy.py table r/*/result.json
+
+The reference trainers are not dependencies of y9; they must be importable / present where this runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
+
+
+# ---------------------------------------------------------------------------------------------- split
+def make_split(data_yaml: Path, out: Path, every: int = 5) -> Path:
+    """Lists of absolute image paths: index % every == every - 1 -> eval, the rest -> train. Returns the data.yaml."""
+    cfg = yaml.safe_load(data_yaml.read_text())
+    base = (data_yaml.parent / cfg.get("path", ".")).resolve()
+    folder = base / cfg["train"]
+    images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if len(images) < 2 * every:
+        raise SystemExit(f"{folder} holds {len(images)} images; expected at least {2 * every} to split.")
+    evals = [p for i, p in enumerate(images) if i % every == every - 1]
+    trains = [p for i, p in enumerate(images) if i % every != every - 1]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "train.txt").write_text("".join(f"{p}\n" for p in trains))
+    (out / "eval.txt").write_text("".join(f"{p}\n" for p in evals))
+    names = cfg["names"]
+    names = {i: n for i, n in enumerate(names)} if isinstance(names, list) else names
+    split = {"path": str(out.resolve()), "train": "train.txt", "val": "eval.txt", "nc": cfg["nc"], "names": names}
+    (out / "data.yaml").write_text(yaml.safe_dump(split, sort_keys=False))
+    print(f"{out / 'data.yaml'}: {len(trains)} train, {len(evals)} eval images (every {every}th of {folder})")
+    return out / "data.yaml"
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+def evaluate_module(model, data_yaml: Path, imgsz: int, batch: int = 32, workers: int = 4) -> dict:
+    """y9's evaluator on the split's eval list (fp32, conf 0.001, iou 0.7, max_det 300)."""
+    import torch
+
+    from y9train.data import YoloDataset, build_dataloader, load_data_yaml
+    from y9train.validate import run_validation
+
+    cfg = load_data_yaml(str(data_yaml), require=("val",))
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    ds = YoloDataset.from_yaml(cfg, "val", augment=False, imgsz=imgsz, workers=workers)
+    loader = build_dataloader(ds, batch, workers=workers, persistent_workers=False)
+    model = model.float().to(dev).eval()
+    res = run_validation(model, loader, device=dev, nc=cfg.nc, names=cfg.names)
+    return {k: res.metrics[k] for k in ("map50_95", "map50", "precision", "recall", "map_small")} | {
+        "eval_images": res.images,
+        "eval_targets": res.targets,
+    }
+
+
+class _FirstOutput:
+    """Wraps a reference model whose eval forward returns (pred [B, 4+nc, A], extras): y9's evaluator wants pred."""
+
+    def __new__(cls, model):
+        import torch
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                out = self.inner(x)
+                while isinstance(out, (tuple, list)):
+                    out = out[0]
+                return out
+
+        return Wrapped(model)
+
+
+# ---------------------------------------------------------------------------------------------- trainers
+def train_y9(args, out: Path) -> tuple[object, float, dict]:
+    from y9train.checkpoint import load_checkpoint
+    from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
+    from y9train.trainer import Trainer
+
+    hyp = load_hyp(args.hyp) if args.hyp else None
+    config = TrainConfig(
+        data=str(args.data), model=args.model, imgsz=args.imgsz, epochs=args.epochs, batch=args.batch,
+        workers=args.workers, seed=args.seed, cache=args.cache, project=str(out), name="y9", exist_ok=True,
+        **({"hyp": hyp} if hyp is not None else {}),
+    )  # fmt: skip
+    overrides = parse_overrides(args.set)
+    if args.close_mosaic is not None:
+        overrides.setdefault("close_mosaic", str(args.close_mosaic))
+    config = apply_overrides(config, overrides, "--set")
+    t0 = time.perf_counter()
+    result = Trainer(config).fit()
+    wall = time.perf_counter() - t0
+    hist = result.history
+    extra = {
+        "per_epoch_map50_95": [h.get("metrics/map50_95") for h in hist],
+        "img_s_median": statistics.median(h["img_s"] for h in hist) if hist else None,
+        "hyp": config.hyp.to_dict(),
+    }
+    return load_checkpoint(result.last), wall, extra
+
+
+def _official_env(work: Path) -> dict:
+    """PYTHONPATH shims so the untouched official code runs on numpy 2 / torch >= 2.6 without IPython."""
+    shim = work / "official_shims"
+    (shim / "IPython").mkdir(parents=True, exist_ok=True)
+    (shim / "sitecustomize.py").write_text(
+        "import numpy\nif not hasattr(numpy, 'trapz'):\n    numpy.trapz = numpy.trapezoid\n"
+        "import torch\n_load = torch.load\n"
+        "def _compat_load(*a, **k):\n    k.setdefault('weights_only', False)\n    return _load(*a, **k)\n"
+        "torch.load = _compat_load\n"
+    )
+    (shim / "IPython" / "__init__.py").write_text(
+        "version_info = (8, 0, 0)\n__version__ = '8.0.0'\ndef get_ipython():\n    return None\n"
+    )
+    (shim / "IPython" / "display.py").write_text("def display(*a, **k):\n    pass\nclear_output = display\n")
+    cfg = work / "official_config"
+    cfg.mkdir(exist_ok=True)
+    _font(cfg)
+    env = dict(os.environ, PYTHONPATH=f"{shim}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    env["YOLOV5_CONFIG_DIR"] = str(cfg)
+    return env
+
+
+def _font(folder: Path) -> None:
+    """The reference trainers want Arial.ttf in their config folder and would download it: give them matplotlib's
+    DejaVuSans instead (the font only draws plot labels)."""
+    import matplotlib
+
+    src = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+    for name in ("Arial.ttf", "Arial.Unicode.ttf"):
+        if not (folder / name).exists():
+            (folder / name).write_bytes(src.read_bytes())
+
+
+def train_official(args, out: Path) -> tuple[object, float, dict]:
+    from y9train.checkpoint import load_checkpoint
+
+    src = Path(args.official_dir).resolve()
+    dual = args.model.startswith("yolov9")
+    script = "train_dual.py" if dual else "train.py"
+    cmd = [
+        sys.executable, script, "--weights", "", "--cfg", f"models/detect/{args.model}.yaml",
+        "--data", str(Path(args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
+        "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--img", str(args.imgsz),
+        "--close-mosaic", str(args.close_mosaic if args.close_mosaic is not None else 10), "--noplots",
+        "--workers", str(args.workers), "--seed", str(args.seed), "--device", os.environ.get("BENCH_DEVICE", "0"),
+        "--project", str(out.resolve()), "--name", "official", "--exist-ok",
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    with open(out / "official.log", "w") as log:
+        subprocess.run(cmd, cwd=src, env=_official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
+    wall = time.perf_counter() - t0
+    last = out / "official" / "weights" / "last.pt"
+    return load_checkpoint(last), wall, {"command": " ".join(cmd)}
+
+
+def train_ultralytics(args, out: Path) -> tuple[object, float, dict]:
+    cfg = out / "ultralytics_config"
+    cfg.mkdir(parents=True, exist_ok=True)
+    _font(cfg)
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    os.environ.setdefault("YOLO_CONFIG_DIR", str(cfg))
+    from ultralytics import YOLO  # a reference, not a dependency of y9
+
+    yaml_name = {"yolov9-s": "yolov9s.yaml", "gelan-s": "yolov9s.yaml", "yolov9-t": "yolov9t.yaml",
+                 "yolov9-m": "yolov9m.yaml", "yolov9-c": "yolov9c.yaml"}[args.model]  # fmt: skip
+    kwargs = {
+        "data": str(Path(args.data).resolve()), "epochs": args.epochs, "batch": args.batch, "imgsz": args.imgsz,
+        "seed": args.seed, "workers": args.workers, "project": str(out.resolve()), "name": "ultralytics",
+        "exist_ok": True, "plots": False, "device": 0,
+    }  # fmt: skip
+    if args.close_mosaic is not None:
+        kwargs["close_mosaic"] = args.close_mosaic
+    t0 = time.perf_counter()
+    YOLO(yaml_name).train(**kwargs)
+    wall = time.perf_counter() - t0
+    last = out / "ultralytics" / "weights" / "last.pt"
+    model = YOLO(str(last)).model
+    return _FirstOutput(model), wall, {"ultralytics_cfg": yaml_name, "kwargs": kwargs}
+
+
+TRAINERS = {"y9": train_y9, "official": train_official, "ultralytics": train_ultralytics}
+
+
+def run(args) -> dict:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model, wall, extra = TRAINERS[args.reference](args, out)
+    metrics = evaluate_module(model, Path(args.data), args.imgsz, workers=min(args.workers, 8))
+    n_train = sum(1 for _ in open(Path(args.data).parent / "train.txt"))
+    result = {
+        "trainer": args.reference, "model": args.model, "data": str(args.data), "label": args.label,
+        "seed": args.seed, "epochs": args.epochs, "batch": args.batch, "imgsz": args.imgsz,
+        "train_images": n_train, "wall_s": round(wall, 1), "img_s_wall": round(n_train * args.epochs / wall, 1),
+        **metrics, **extra,
+    }  # fmt: skip
+    (out / "result.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / "row.md").write_text(_row(result) + "\n")
+    print(_row(result))
+    return result
+
+
+def _row(r: dict) -> str:
+    return (
+        f"| {Path(r['data']).parent.name} | {r['trainer']} {r.get('label') or ''} | {r['model']} | {r['seed']} | "
+        f"{r['map50_95']:.3f} | {r['map50']:.3f} | {r['wall_s']:.0f} s |"
+    )
+
+
+def table(paths: list[str]) -> str:
+    groups: dict[tuple, list[dict]] = {}
+    for p in paths:
+        r = json.loads(Path(p).read_text())
+        key = (Path(r["data"]).parent.name, r["trainer"], r.get("label") or "", r["model"])
+        groups.setdefault(key, []).append(r)
+    lines = [
+        "| data | trainer | model | seeds | mAP50-95 mean (min-max) | mAP50 mean | wall s mean |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (data, trainer, label, model), rs in sorted(groups.items()):
+        m = [r["map50_95"] for r in rs]
+        lines.append(
+            f"| {data} | {trainer} {label} | {model} | {','.join(str(r['seed']) for r in rs)} | "
+            f"{statistics.mean(m):.3f} ({min(m):.3f}-{max(m):.3f}) | "
+            f"{statistics.mean(r['map50'] for r in rs):.3f} | {statistics.mean(r['wall_s'] for r in rs):.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("split", help="write train/eval lists and a data.yaml for them")
+    sp.add_argument("data_yaml", type=Path)
+    sp.add_argument("--out", type=Path, required=True)
+    sp.add_argument("--every", type=int, default=5, help="every Nth image (sorted by name) goes to eval")
+    rp = sub.add_parser("run", help="train one model and evaluate it on the split's eval list")
+    rp.add_argument("--data", type=Path, required=True, help="a data.yaml written by `split`")
+    rp.add_argument("--out", type=Path, required=True)
+    rp.add_argument("--model", default="yolov9-s")
+    rp.add_argument("--epochs", type=int, default=40)
+    rp.add_argument("--batch", type=int, default=32)
+    rp.add_argument("--imgsz", type=int, default=640)
+    rp.add_argument("--seed", type=int, default=0)
+    rp.add_argument("--workers", type=int, default=8)
+    rp.add_argument("--close-mosaic", type=int, default=10, help="mosaic off for the last N epochs (all trainers)")
+    rp.add_argument("--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)")
+    rp.add_argument("--official-dir", help="source tree of the official YOLOv9 code (--reference official)")
+    rp.add_argument("--hyp", help="y9: hyperparameter recipe name or YAML file (default: y9's defaults)")
+    rp.add_argument("--set", nargs="*", default=[], help="y9: key=value overrides of the recipe")
+    rp.add_argument("--cache", default="ram", help="y9: image cache (ram | disk | none)")
+    rp.add_argument("--label", default="", help="a name for this configuration in the table")
+    tp = sub.add_parser("table", help="markdown table of result.json files (mean and spread over seeds)")
+    tp.add_argument("results", nargs="+")
+    args = ap.parse_args(argv)
+    if args.cmd == "split":
+        make_split(args.data_yaml, args.out, args.every)
+    elif args.cmd == "run":
+        if args.cache == "none":
+            args.cache = None
+        run(args)
+    else:
+        print(table(args.results))
+
+
+if __name__ == "__main__":
+    main()
