@@ -183,28 +183,27 @@ def _parse_one(image: Path, nc: int) -> tuple[bool, np.ndarray, list[LabelIssue]
     return True, parse_label_file(label_file, nc, issues=issues), issues
 
 
-def layout_message(images: list[Path], *, any_label_file: bool) -> str:
-    """The sentence for a set of images of which none has a box: where labels were looked for (and a hint)."""
+def layout_message(images: list[Path], labelled: list[Path]) -> str:
+    """The sentence for a set of images of which none has a box (``labelled``: those with a label file): where
+    labels were looked for, and a hint when a ``labels`` folder exists elsewhere."""
     first = images[0]
     looked = label_path_for(first)
-    if any_label_file:
+    if labelled:
         return (
-            f"The {len(images)} images (the first {first}) have label files, e.g. {looked}, but not one box; "
-            "expected 'class cx cy w h' lines in them."
+            f"{len(labelled)} of the {len(images)} images have label files (e.g. {label_path_for(labelled[0])}) "
+            "but not one box is in them; expected 'class cx cy w h' lines."
         )
-    hint = ""
-    if "images" not in first.parts[:-1]:
-        hint = "; its path has no 'images' folder, so its label is looked for beside it"
+    if "images" in first.parts[:-1]:
+        where = "(the path's last 'images' folder replaced by 'labels')"
+    else:
+        where = "beside it, since its path has no 'images' folder"
         for up in first.parents:
             if (up / "labels").is_dir():
-                hint += (
-                    f", and {up / 'labels'} exists: put the images under {up / 'images'} to use those labels"
-                )
+                where += f" ({up / 'labels'} exists: move the images to {up / 'images'} to use it)"
                 break
     return (
-        f"None of the {len(images)} images has a label file: for {first} the label was looked for at {looked} "
-        f"(the last 'images' folder of the path replaced by 'labels', suffix .txt){hint}; expected YOLO label "
-        "files there."
+        f"None of the {len(images)} images has a label file: for {first} the label was looked for at {looked}, "
+        f"{where}; expected YOLO label files there."
     )
 
 
@@ -345,7 +344,7 @@ def load_labels(
     layout_warning = None
     if not any(len(labels[i]) for i in usable):
         layout_warning = layout_message(
-            [unique[i] for i in usable], any_label_file=any(has_label[i] for i in usable)
+            [unique[i] for i in usable], [unique[i] for i in usable if has_label[i]]
         )
         if require_labels:
             raise DataError(layout_warning)
