@@ -35,7 +35,7 @@ import numpy as np
 
 from y9deploy.errors import DataError
 
-from .image_check import verify_image, verify_images  # noqa: F401  (verify_image: re-exported)
+from .image_check import verify_images
 from .paths import cache_location, file_signature, label_path_for
 
 log = logging.getLogger("y9train.data")
