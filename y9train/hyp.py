@@ -54,6 +54,12 @@ HYP_RANGES: dict[str, Range] = {
     **{k: r for k, r in AUGMENT_RANGES.items() if k not in ("min_wh", "min_area_ratio", "max_aspect")},
 }
 
+# allowed values of the numeric run options checked beyond their type (validation thresholds)
+RUN_RANGES: dict[str, Range] = {
+    "conf": Range(0.0, 1.0, what="a score threshold"),
+    "iou": Range(0.0, 1.0, what="an IoU threshold"),
+}
+
 
 @dataclass
 class Hyp:
@@ -172,6 +178,7 @@ class TrainConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
         if self.imgsz % 32:
             raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
+        check_ranges(self, RUN_RANGES, "training option")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -335,6 +335,10 @@ def test_range_edges_are_accepted_and_augmentation_config_is_checked_too():
         AugmentConfig(mosaic=2)
     with pytest.raises(ValueError, match=r"augmentation setting min_area_ratio=1\.5"):
         AugmentConfig(min_area_ratio=1.5)
+    with pytest.raises(ValueError, match=r"training option iou=1\.5; expected a value in \[0, 1\]"):
+        apply_overrides(TrainConfig(data="d.yaml"), parse_overrides(["iou=1.5"]))
+    with pytest.raises(ValueError, match=r"training option conf=-0\.1; expected a value in \[0, 1\]"):
+        TrainConfig(conf=-0.1)
 
 
 def test_every_numeric_hyperparameter_has_a_range_and_the_defaults_are_inside():

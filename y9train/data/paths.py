@@ -15,6 +15,7 @@ from y9deploy.errors import DataError
 log = logging.getLogger("y9train.data")
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
+REPORTED_SUFFIXES = frozenset({".gif"})  # images of a kind not trained on: reported when found in a folder
 
 
 def label_path_for(image: str | Path) -> Path:
@@ -80,7 +81,9 @@ def list_images(
     for src in sources:
         if src.is_dir():
             found = sorted(
-                p for p in src.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES | {".gif"} and p.is_file()
+                p
+                for p in src.rglob("*")
+                if p.suffix.lower() in IMAGE_SUFFIXES | REPORTED_SUFFIXES and p.is_file()
             )
             for p in found:
                 why = _not_an_image(p)
