@@ -194,15 +194,15 @@ def layout_message(images: list[Path], labelled: list[Path]) -> str:
             "but not one box is in them; expected 'class cx cy w h' lines."
         )
     if "images" in first.parts[:-1]:
-        where = "(the path's last 'images' folder replaced by 'labels')"
+        where = " (the path's last 'images' folder replaced by 'labels')"
     else:
-        where = "beside it, since its path has no 'images' folder"
+        where = ", beside it, since its path has no 'images' folder"
         for up in first.parents:
             if (up / "labels").is_dir():
                 where += f" ({up / 'labels'} exists: move the images to {up / 'images'} to use it)"
                 break
     return (
-        f"None of the {len(images)} images has a label file: for {first} the label was looked for at {looked}, "
+        f"None of the {len(images)} images has a label file: for {first} the label was looked for at {looked}"
         f"{where}; expected YOLO label files there."
     )
 
