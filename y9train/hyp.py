@@ -17,13 +17,48 @@ from typing import Any
 
 import yaml
 
-from y9train.data.augment import AugmentConfig
+from y9train.data.augment import AUGMENT_RANGES, AugmentConfig
+from y9train.value_ranges import FRACTION, NON_NEGATIVE, POSITIVE, Range, check_ranges
 
 DEFAULT_HYP_PATH = Path(__file__).with_name("configs") / "hyp-default.yaml"
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("linear", "cosine", "cosine_restarts")
 AMP_MODES = ("auto", "bf16", "fp16", "off")
+
+
+# allowed values of the numeric hyperparameters (augmentation fields: y9train.data.augment.AUGMENT_RANGES)
+HYP_RANGES: dict[str, Range] = {
+    "lr0": Range(0.0, 1.0, lo_open=True, what="initial learning rate"),
+    "lrf": Range(0.0, 1.0, what="final learning rate as a fraction of lr0"),
+    "momentum": Range(0.0, 1.0, hi_open=True, what="SGD momentum / AdamW beta1"),
+    "weight_decay": Range(0.0, 1.0, hi_open=True),
+    "nbs": Range(1.0, what="nominal batch size"),
+    "t0": POSITIVE,
+    "t_mult": Range(1.0, what="cycle growth factor"),
+    "eta_min": FRACTION,
+    "warmup_epochs": NON_NEGATIVE,
+    "warmup_min_iters": NON_NEGATIVE,
+    "warmup_momentum": Range(0.0, 1.0, hi_open=True),
+    "warmup_bias_lr": Range(0.0, 1.0, what="bias learning rate at the start of warmup"),
+    "ema_decay": Range(0.0, 1.0, hi_open=True),
+    "ema_tau": POSITIVE,
+    "clip_grad": Range(0.0, what="0 = no clipping"),
+    "box": Range(0.0, what="loss gain"),
+    "cls": Range(0.0, what="loss gain"),
+    "dfl": Range(0.0, what="loss gain"),
+    "aux_weight": Range(0.0, what="loss gain"),
+    "label_smoothing": Range(0.0, 1.0, hi_open=True),
+    "close_mosaic": Range(0.0, what="epochs"),
+    "patience": Range(0.0, what="epochs"),
+    **{k: r for k, r in AUGMENT_RANGES.items() if k not in ("min_wh", "min_area_ratio", "max_aspect")},
+}
+
+# allowed values of the numeric run options checked beyond their type (validation thresholds)
+RUN_RANGES: dict[str, Range] = {
+    "conf": Range(0.0, 1.0, what="a score threshold"),
+    "iou": Range(0.0, 1.0, what="an IoU threshold"),
+}
 
 
 @dataclass
@@ -80,18 +115,7 @@ class Hyp:
     def __post_init__(self) -> None:
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         _check_choice("schedule", self.schedule, SCHEDULES)
-        for name in ("lr0", "nbs", "t0", "t_mult", "ema_tau"):
-            if not getattr(self, name) > 0:
-                raise ValueError(
-                    f"hyperparameter {name}={getattr(self, name)!r}; expected a positive number."
-                )
-        for name in ("lrf", "eta_min", "weight_decay", "warmup_epochs", "clip_grad", "warmup_bias_lr"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"hyperparameter {name}={getattr(self, name)!r}; expected a value >= 0.")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"hyperparameter label_smoothing={self.label_smoothing!r}; expected [0, 1).")
-        if not 0.0 <= self.ema_decay < 1.0:
-            raise ValueError(f"hyperparameter ema_decay={self.ema_decay!r}; expected [0, 1).")
+        check_ranges(self, HYP_RANGES)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,6 +178,7 @@ class TrainConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
         if self.imgsz % 32:
             raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
+        check_ranges(self, RUN_RANGES, "training option")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -142,8 +142,31 @@ def load_model_for_training(
         return model
     check_model_fits_data(model, data_cfg, str(path), allow_new_head=True)
     if list(model.names) != list(data_cfg.names):
+        message = names_change_message(list(model.names), data_cfg, str(path))
+        if message:
+            log.warning(message)
         model.names = list(data_cfg.names)
     return model.train()
+
+
+def names_change_message(old: list[str], data_cfg, origin: str, *, shown: int = 5) -> str:
+    """The warning for fine-tuning a checkpoint on data whose class names differ ("" when the checkpoint's
+    names are the ``class0, class1 ...`` placeholders of an unnamed model)."""
+    if old == [f"class{i}" for i in range(len(old))]:
+        return ""
+    new = list(data_cfg.names)
+    diffs = [f"{i}: {a!r} -> {b!r}" for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    more = f" and {len(diffs) - shown} more" if len(diffs) > shown else ""
+    return (
+        f"checkpoint {origin} was trained with other class names than data.yaml {data_cfg.yaml_path} "
+        f"({len(diffs)} of {len(new)} differ: {'; '.join(diffs[:shown])}{more}); the checkpoint had "
+        f"{_short(old)}; training goes on with the data's names."
+    )
+
+
+def _short(names: list[str], limit: int = 10) -> str:
+    text = ", ".join(repr(n) for n in names[:limit])
+    return f"[{text}{', ...' if len(names) > limit else ''}]"
 
 
 def cpu_count() -> int:

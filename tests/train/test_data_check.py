@@ -77,6 +77,24 @@ def test_check_reports_bad_labels(tmp_path):
         check_dataset(write_yaml(tmp_path, nc=1), label_cache=False)
 
 
+def test_check_counts_only_kept_boxes_and_lists_dropped_lines(tmp_path):
+    add_image(
+        tmp_path, "train", "a.jpg", COCO_42, "0 0.5 0.5 0.1 0.1\n0 0.5 0.5 0.1 0.1\n1 0.2 0.2 0.0 0.1\n"
+    )
+    add_image(tmp_path, "val", "b.jpg", COCO_42, None)
+    stats = check_dataset(write_yaml(tmp_path, nc=2), label_cache=False)
+    train = stats.splits["train"]
+    assert train.boxes == 1 and train.class_counts == [1, 0]
+    assert train.issue_counts == {"clipped": 0, "zero-size": 1, "duplicate": 1}
+    label = tmp_path / "labels" / "train" / "a.txt"
+    assert train.issues == [
+        f"{label}:2: repeats line 1; dropped",
+        f"{label}:3: box 0 x 0.1 has zero size; dropped",
+    ]
+    # a split without a single box is a warning (the train split would be an error) naming where labels were sought
+    assert f"looked for at {tmp_path / 'labels' / 'val' / 'b.txt'}" in stats.splits["val"].layout_warning
+
+
 def test_cli_prints_tables_and_fails_with_one_sentence(tmp_path):
     app = typer.Typer()
     data_cli.register(app)

@@ -26,7 +26,7 @@ from y9train.data import YoloDataset, load_data_yaml, load_labels, parse_label_f
         ("0 0.5 x 0.2 0.2\n", r":1 has a non-number"),
         ("0 1.2 0.5 0.2 0.2\n", r":1 has box 1\.2 0\.5 0\.2 0\.2 reaching outside \[0, 1\]"),
         ("0 0.05 0.5 0.2 0.2\n", r":1 has box .* reaching outside"),  # x1 = -0.05
-        ("0 0.5 0.5 -0.2 0.2\n", r":1 has box"),
+        ("0 0.5 0.5 -0.2 0.2\n", r":1 has box 0\.5 0\.5 -0\.2 0\.2 with a negative width or height"),
     ],
 )
 def test_bad_lines_are_reported_as_file_colon_line(tmp_path, text, pattern):
@@ -74,6 +74,7 @@ def test_unreadable_and_truncated_images_are_skipped_and_reported(tmp_path, capl
         "cut.jpg": "is a JPEG cut short (no end-of-image marker)",
         "text.jpg": "cannot be decoded as an image",
     }
+    assert ds.label_issues == []
     assert "cut.jpg" in caplog.text and "text.jpg" in caplog.text
     assert all(p.name not in skipped for p in ds.files)
     ds[0]  # loading still works
@@ -102,9 +103,9 @@ def test_cache_hit_skips_parsing_and_is_invalidated_by_changes(tmp_path, monkeyp
 
     with monkeypatch.context() as m:
         m.setattr(labels_mod, "parse_label_file", no_parse)
-        m.setattr(labels_mod, "verify_image", no_parse)
+        m.setattr(labels_mod, "verify_images", no_parse)
         second = load_labels(files, 80)
-    assert second.from_cache
+    assert second.from_cache and second.skipped == first.skipped and second.issues == first.issues
     for a, b in zip(first.labels, second.labels):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(first.shapes, second.shapes)

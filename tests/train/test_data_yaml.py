@@ -74,7 +74,7 @@ def test_list_file_naming_a_missing_image(tmp_path):
     write_yaml(tmp_path, train="train.txt")
     cfg = load_data_yaml(tmp_path / "data.yaml")
     with pytest.raises(
-        DataError, match=r"List file .*train\.txt names 1 image\(s\) that do not exist.*gone\.jpg"
+        DataError, match=r"List file .*train\.txt names 1 image\(s\) that do not exist.*gone\.jpg \(line 2\)"
     ):
         cfg.image_files("train")
 

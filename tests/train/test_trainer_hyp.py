@@ -41,7 +41,7 @@ def test_precedence_defaults_file_options_overrides(tmp_path):
         (["epochs=ten"], "epochs='ten'; expected an integer"),
         (["mosaic=yes please"], "mosaic='yes please'; expected a number"),
         (["schedule=step"], "schedule='step'; expected one of linear, cosine, cosine_restarts"),
-        (["label_smoothing=1.5"], "label_smoothing=1.5; expected [0, 1)"),
+        (["label_smoothing=1.5"], "label_smoothing=1.5; expected a value in [0, 1)"),
         (["imgsz=100"], "imgsz=100; expected a multiple of 32"),
         (["lr0"], "not of the form key=value"),
     ],

@@ -63,7 +63,22 @@ def _print_stats(stats) -> None:
     console.print(sizes)
     for s in stats.splits.values():
         for path, why in s.skipped:
-            console.print(f"[yellow]skipped[/yellow] {path}: it {why}")
+            console.print(f"[yellow]skipped[/yellow] {path}: it {why}", markup=True, highlight=False)
+        if s.issues:
+            counts = ", ".join(f"{n} {kind}" for kind, n in s.issue_counts.items() if n)
+            console.print(
+                f"[yellow]{s.split}: {len(s.issues)} label line(s) fixed or dropped ({counts})[/yellow]"
+            )
+            for line in s.issues[:SHOWN_ISSUES]:
+                console.print(f"  {line}", markup=False, highlight=False)
+            if len(s.issues) > SHOWN_ISSUES:
+                console.print(f"  ... and {len(s.issues) - SHOWN_ISSUES} more", markup=False)
+        if s.layout_warning:
+            console.print(f"[bold yellow]warning[/bold yellow] {s.split}: ", end="")
+            console.print(s.layout_warning, markup=False, highlight=False)
+
+
+SHOWN_ISSUES = 200  # label issues listed per split (the rest counted)
 
 
 def data_check(
@@ -77,8 +92,11 @@ def data_check(
 ) -> None:
     """Validate a dataset and print counts, the class histogram and box sizes.
 
-    A bad label line stops with its file:line. Unreadable or cut-short images are listed and skipped:
-    training runs without them.
+    A bad label line stops with its file:line; zero-size boxes and repeated lines are dropped, small overshoots
+    clipped, each listed by file:line (docs/training.md, "Label files"). Unusable images (unreadable, cut
+    short, corrupt JPEG data, degenerate sizes) and list entries that are not images are listed and skipped:
+    training runs without them. A train split without a single box is an error naming where labels were
+    looked for.
     """
     from y9train.data.check import check_dataset
 

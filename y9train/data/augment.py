@@ -19,7 +19,28 @@ from dataclasses import asdict, dataclass, fields
 import cv2
 import numpy as np
 
+from y9train.value_ranges import FRACTION, NON_NEGATIVE, PROBABILITY, Range, check_ranges
+
 FILL = 114  # grey of padding and empty mosaic areas
+
+# allowed values of each AugmentConfig field (``Hyp`` checks its augmentation fields against this table too)
+AUGMENT_RANGES: dict[str, Range] = {
+    "mosaic": PROBABILITY,
+    "mixup": PROBABILITY,
+    "copy_paste": PROBABILITY,
+    "fliplr": PROBABILITY,
+    "flipud": PROBABILITY,
+    "degrees": Range(0.0, 180.0, what="+- degrees of rotation"),
+    "shear": Range(0.0, 45.0, what="+- degrees of shear"),
+    "translate": Range(0.0, 1.0, what="+- fraction of the image size"),
+    "scale": Range(0.0, 1.0, hi_open=True, what="gain drawn from [1 - scale, 1 + scale]"),
+    "hsv_h": Range(0.0, 1.0, what="+- fractional hue gain"),
+    "hsv_s": Range(0.0, 1.0, what="+- fractional saturation gain"),
+    "hsv_v": Range(0.0, 1.0, what="+- fractional value gain"),
+    "min_wh": NON_NEGATIVE,
+    "min_area_ratio": FRACTION,
+    "max_aspect": Range(1.0, what="largest box aspect ratio kept"),
+}
 
 
 @dataclass
@@ -47,6 +68,9 @@ class AugmentConfig:
     min_wh: float = 2.0
     min_area_ratio: float = 0.1
     max_aspect: float = 100.0
+
+    def __post_init__(self) -> None:
+        check_ranges(self, AUGMENT_RANGES, "augmentation setting")
 
     @classmethod
     def from_dict(cls, values: dict) -> AugmentConfig:

@@ -23,7 +23,9 @@ class SplitStats:
 
     Attributes:
         images: usable images; label_files: images having a label file; backgrounds: images without boxes;
-        boxes: box count; skipped: ``(path, reason)`` of unusable images;
+        boxes: box count; skipped: ``(path, reason)`` of unusable images and non-image list entries;
+        issues: ``file:line: what was done`` of label lines fixed or dropped; issue_counts: per kind;
+        layout_warning: the sentence when no image has a label file (a split other than train);
         class_counts: boxes per class (index = class id); small/medium/large: COCO area split;
         size_hist: ``(lo, hi, count)`` of sqrt(box area) in original pixels, bins ``SIZE_EDGES``.
     """
@@ -39,6 +41,9 @@ class SplitStats:
     large: int
     size_hist: list[tuple[float, float, int]]
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+    issue_counts: dict[str, int] = field(default_factory=dict)
+    layout_warning: str | None = None
 
 
 @dataclass
@@ -61,9 +66,17 @@ def box_areas(labels: list[np.ndarray], shapes: np.ndarray) -> np.ndarray:
 
 
 def split_stats(
-    split: str, images: list[Path], nc: int, *, cache_dir=None, label_cache: bool = True
+    split: str,
+    images: list[Path],
+    nc: int,
+    *,
+    cache_dir=None,
+    label_cache: bool = True,
+    left_out: list[tuple[Path, str]] | None = None,
 ) -> SplitStats:
-    ls = load_labels(images, nc, cache=label_cache, cache_dir=cache_dir)
+    """Statistics of one split; the train split must hold a box (as in training); ``left_out``: entries of
+    list files / folders that are not images (reported with the skipped images)."""
+    ls = load_labels(images, nc, cache=label_cache, cache_dir=cache_dir, require_labels=split == "train")
     areas = box_areas(ls.labels, ls.shapes)
     classes = np.concatenate([lb[:, 0] for lb in ls.labels]) if ls.labels else np.zeros(0)
     counts = np.bincount(classes.astype(np.int64), minlength=nc) if len(classes) else np.zeros(nc, np.int64)
@@ -79,7 +92,10 @@ def split_stats(
         medium=int(((areas >= SMALL_MAX) & (areas < MEDIUM_MAX)).sum()),
         large=int((areas >= MEDIUM_MAX).sum()),
         size_hist=[(SIZE_EDGES[i], SIZE_EDGES[i + 1], int(c)) for i, c in enumerate(hist)],
-        skipped=[(str(p), why) for p, why in ls.skipped],
+        skipped=[(str(p), why) for p, why in [*(left_out or []), *ls.skipped]],
+        issues=[str(i) for i in ls.issues],
+        issue_counts=ls.issue_counts(),
+        layout_warning=ls.layout_warning,
     )
 
 
@@ -91,12 +107,15 @@ def check_dataset(
     Args:
         splits: which splits (default all present among train/val/test).
     Raises:
-        DataError: a bad data.yaml or label line (file:line).
+        DataError: a bad data.yaml or label line (file:line), or a train split without a single box.
     """
     cfg = load_data_yaml(data_yaml, require=tuple(splits or ("train",)))
     names = list(splits or cfg.splits)
-    out = {
-        s: split_stats(s, cfg.image_files(s), cfg.nc, cache_dir=cache_dir, label_cache=label_cache)
-        for s in names
-    }
+    out = {}
+    for s in names:
+        left_out: list[tuple[Path, str]] = []
+        files = cfg.image_files(s, skipped=left_out)
+        out[s] = split_stats(
+            s, files, cfg.nc, cache_dir=cache_dir, label_cache=label_cache, left_out=left_out
+        )
     return DatasetStats(data_yaml=cfg.yaml_path, names=cfg.names, splits=out)

@@ -71,6 +71,9 @@ class YoloDataset:
         label_cache: use the label cache.
         seed: base seed of sampling and augmentation.
         workers: threads used while scanning labels and building the image cache.
+        require_labels: refuse a set in which no image has a box (``from_yaml`` sets it for the train split).
+        skipped: ``(path, reason)`` of entries already left out (e.g. by ``paths.list_images``), reported in
+            ``skipped`` with the unusable images.
     """
 
     def __init__(
@@ -87,6 +90,8 @@ class YoloDataset:
         label_cache: bool = True,
         seed: int = 0,
         workers: int = 8,
+        require_labels: bool = False,
+        skipped: list[tuple[Path, str]] | None = None,
     ):
         if imgsz < 32 or int(imgsz) != imgsz:
             raise ValueError(f"imgsz={imgsz} is not valid; expected an integer >= 32.")
@@ -98,13 +103,19 @@ class YoloDataset:
         self.seed = int(seed)
         cache = "ram" if cache is True else None if cache in (False, None, "none", "") else cache
         labelset = load_labels(
-            [Path(p) for p in images], self.nc, cache=label_cache, cache_dir=cache_dir, workers=workers
+            [Path(p) for p in images],
+            self.nc,
+            cache=label_cache,
+            cache_dir=cache_dir,
+            workers=workers,
+            require_labels=require_labels,
         )
         self.label_set = labelset
         self.files: list[Path] = labelset.files
         self.labels: list[np.ndarray] = labelset.labels  # normalised (class, cx, cy, w, h)
         self.shapes: np.ndarray = labelset.shapes  # (h, w) of the source images
-        self.skipped = labelset.skipped
+        self.skipped = [*(skipped or []), *labelset.skipped]  # entries left out of list files / folders first
+        self.label_issues = labelset.issues
         self.images = ImageCache(
             self.files,
             self.shapes,
@@ -122,10 +133,14 @@ class YoloDataset:
     def from_yaml(
         cls, data: str | Path | DataConfig, split: str = "train", *, augment: bool | None = None, **kwargs
     ):
-        """A dataset of one split of a data.yaml (``augment`` defaults to ``split == "train"``)."""
+        """A dataset of one split of a data.yaml (``augment`` defaults to ``split == "train"``; the train split
+        must hold at least one box)."""
         cfg = data if isinstance(data, DataConfig) else load_data_yaml(data, require=(split,))
         aug = (split == "train") if augment is None else augment
-        return cls(cfg.image_files(split), nc=cfg.nc, names=cfg.names, augment=aug, **kwargs)
+        left_out: list[tuple[Path, str]] = []
+        files = cfg.image_files(split, skipped=left_out)
+        kwargs.setdefault("require_labels", split == "train")
+        return cls(files, nc=cfg.nc, names=cfg.names, augment=aug, skipped=left_out, **kwargs)
 
     # --------------------------------------------------------------------------------- trainer hooks
     def set_epoch(self, epoch: int) -> None:

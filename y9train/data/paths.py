@@ -5,13 +5,17 @@ and the default cache directory.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from y9deploy.errors import DataError
 
+log = logging.getLogger("y9train.data")
+
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
+REPORTED_SUFFIXES = frozenset({".gif"})  # images of a kind not trained on: reported when found in a folder
 
 
 def label_path_for(image: str | Path) -> Path:
@@ -29,42 +33,79 @@ def label_path_for(image: str | Path) -> Path:
     return Path(*parts).with_suffix(".txt")
 
 
-def _read_list_file(list_file: Path) -> list[Path]:
-    """Image paths listed one per line; relative entries are relative to the list file's folder."""
+def _read_list_file(list_file: Path) -> list[tuple[int, Path]]:
+    """``(line number, image path)`` listed one per line; relative entries are relative to the list file's folder."""
     out = []
     base = list_file.parent
-    for line in list_file.read_text().splitlines():
+    try:
+        text = list_file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(
+            f"List file {list_file} cannot be read ({exc}); expected a text file of image paths."
+        ) from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
         entry = line.strip()
         if not entry or entry.startswith("#"):
             continue
         p = Path(entry)
-        out.append(p if p.is_absolute() else (base / p))
+        out.append((lineno, p if p.is_absolute() else (base / p)))
     return out
 
 
-def list_images(sources: Sequence[Path], *, origin: str) -> list[Path]:
+def _not_an_image(path: Path) -> str:
+    """Why a listed existing path is not used as an image ("" when it is a supported image file)."""
+    if path.is_dir():
+        return "is a folder, not an image file"
+    suffix = path.suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        return ""
+    kind = "a GIF" if suffix == ".gif" else f"a {suffix} file" if suffix else "a file without a suffix"
+    return f"is {kind}, not a supported image ({', '.join(sorted(IMAGE_SUFFIXES))})"
+
+
+def list_images(
+    sources: Sequence[Path], *, origin: str, skipped: list[tuple[Path, str]] | None = None
+) -> list[Path]:
     """All image files named by ``sources`` (folders, searched recursively, or ``.txt`` list files).
 
     Args:
         sources: folders or list files (already resolved to absolute paths).
         origin: what named the sources (e.g. ``"data.yaml /d/data.yaml key 'train'"``), for error messages.
+        skipped: receives ``(path, reason)`` of entries left out: list-file entries that are not supported
+            images (GIFs, other files, folders) and GIFs found in folders; each is also logged as a warning.
     Returns:
         image paths in a stable order (sorted within a folder, file order within a list file); duplicates kept.
     """
     files: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
     for src in sources:
         if src.is_dir():
-            found = sorted(p for p in src.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
-            files.extend(found)
+            found = sorted(
+                p
+                for p in src.rglob("*")
+                if p.suffix.lower() in IMAGE_SUFFIXES | REPORTED_SUFFIXES and p.is_file()
+            )
+            for p in found:
+                why = _not_an_image(p)
+                if why:
+                    left_out.append((p, f"{why} (found in the folder {src})"))
+                else:
+                    files.append(p)
         elif src.is_file() and src.suffix.lower() == ".txt":
             listed = _read_list_file(src)
-            missing = [p for p in listed if not p.is_file()]
+            missing = [(n, p) for n, p in listed if not p.exists()]
             if missing:
+                n, first = missing[0]
                 raise DataError(
                     f"List file {src} names {len(missing)} image(s) that do not exist, the first being "
-                    f"{missing[0]}; expected existing image paths, one per line."
+                    f"{first} (line {n}); expected existing image paths, one per line."
                 )
-            files.extend(p for p in listed if p.suffix.lower() in IMAGE_SUFFIXES)
+            for n, p in listed:
+                why = _not_an_image(p)
+                if why:
+                    left_out.append((p, f"{why} (listed in {src} line {n})"))
+                else:
+                    files.append(p)
         elif src.is_file() and src.suffix.lower() in IMAGE_SUFFIXES:
             files.append(src)
         else:
@@ -72,6 +113,10 @@ def list_images(sources: Sequence[Path], *, origin: str) -> list[Path]:
                 f"{origin} points at {src}, which does not exist; expected an image folder or a .txt list "
                 "of image paths."
             )
+    for p, why in left_out:
+        log.warning("skipping %s: it %s", p, why)
+    if skipped is not None:
+        skipped.extend((Path(os.path.abspath(p)), why) for p, why in left_out)
     if not files:
         shown = ", ".join(str(s) for s in sources)
         raise DataError(

@@ -45,9 +45,11 @@ class DataConfig:
             )
         return self.splits[split]
 
-    def image_files(self, split: str) -> list[Path]:
-        """Every image of a split (see ``paths.list_images``)."""
-        return list_images(self.sources(split), origin=f"data.yaml {self.yaml_path} key '{split}'")
+    def image_files(self, split: str, skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+        """Every image of a split (see ``paths.list_images``; ``skipped`` receives entries left out)."""
+        return list_images(
+            self.sources(split), origin=f"data.yaml {self.yaml_path} key '{split}'", skipped=skipped
+        )
 
 
 def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
@@ -76,9 +78,23 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
         raise DataError(
             f"data.yaml {yaml_path} has names of type {type(names).__name__}; expected a list or dict."
         )
-    names = [str(n) for n in names]
     if not names:
         raise DataError(f"data.yaml {yaml_path} has an empty 'names'; expected at least one class.")
+    for i, n in enumerate(names):
+        if n is None or not str(n).strip():
+            raise DataError(
+                f"data.yaml {yaml_path} has an empty name for class {i} ({n!r}); expected a non-empty name "
+                "for every class."
+            )
+    names = [str(n) for n in names]
+    first: dict[str, int] = {}
+    for i, n in enumerate(names):
+        if n in first:
+            raise DataError(
+                f"data.yaml {yaml_path} names {n!r} twice (classes {first[n]} and {i}); expected distinct "
+                "class names."
+            )
+        first[n] = i
     if nc is not None and nc != len(names):
         raise DataError(f"data.yaml {yaml_path} has nc={nc} but {len(names)} names; expected them to agree.")
     return names
