@@ -103,11 +103,9 @@ class EngineManifest:
 
 def write_manifest(engine_path: str | os.PathLike, manifest: EngineManifest) -> Path:
     """Write ``<engine>.json`` atomically (temporary file, then rename); returns its path."""
-    path = manifest_path(engine_path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    from y9deploy.atomic_write import atomic_write
+
+    return atomic_write(manifest_path(engine_path), json.dumps(manifest.to_dict(), indent=2) + "\n")
 
 
 def read_manifest(engine_path: str | os.PathLike) -> EngineManifest:
