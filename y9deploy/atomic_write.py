@@ -37,8 +37,8 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview |
         data = data.encode("utf-8")
     view = memoryview(data).cast("B")
     tmp = temporary_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # its error names the folder
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     except OSError as exc:
         raise _renamed(exc, path) from exc
@@ -69,8 +69,8 @@ def ensure_writable(path: str | os.PathLike) -> Path:
     if path.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(path))
     tmp = temporary_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # its error names the folder
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         tmp.unlink()
     except OSError as exc:

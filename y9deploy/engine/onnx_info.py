@@ -54,6 +54,9 @@ def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
     onnx = _onnx()
+    from y9deploy.runtime.onnx_digest import verify
+
+    verify(path)  # a damaged copy of a y9 export is refused before the builder sees it
     try:
         model = onnx.load(str(path))
     except Exception as exc:  # protobuf DecodeError and friends

@@ -11,7 +11,7 @@ A backend turns a pre-processed batch into raw outputs; the Detector does pre- a
 - ``extras``: for end-to-end models whose NMS thresholds are inputs (``score_threshold``,
   ``iou_threshold``, ``max_output_boxes``), ``infer(batch, extras)`` passes their values.
 
-Backends are not thread-safe: one thread per backend (and per Detector).
+Backends are not thread-safe: one thread per backend (a Detector refuses a second thread: runtime.busy).
 """
 
 from __future__ import annotations

@@ -160,6 +160,7 @@ class OnnxRuntimeBackend:
         outputs = self.session.get_outputs()
         self.output_names = [o.name for o in outputs]
         self._output_meta = {o.name: (o.shape, _np_type(o.type, where)) for o in outputs}
+        self.output_shapes = {o.name: list(o.shape) for o in outputs}  # symbolic dimensions as names
         self.end2end = set(END2END_OUTPUTS).issubset(self.output_names)
         if not self.end2end and len(outputs) < 1:
             raise ModelFileError(f"{where} has no outputs.")
