@@ -15,7 +15,7 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 _REASONS = {
-    errno.EACCES: "permission denied (the folder or file is not writable/readable by you)",
+    errno.EACCES: "permission denied",
     errno.EPERM: "the operation is not permitted",
     errno.EROFS: "the file system is read-only",
     errno.ENOTDIR: "a part of that path is a file, not a folder",
@@ -44,7 +44,7 @@ def describe_os_error(exc: OSError) -> str:
         text = str(exc).strip() or type(exc).__name__
         return text if text.endswith(".") else text + "."
     reason = _REASONS.get(exc.errno, (exc.strerror or os.strerror(exc.errno)).lower())
-    return f"{names}: {reason} [errno {errno.errorcode.get(exc.errno, exc.errno)}]."
+    return f"cannot use {names}: {reason} (errno {errno.errorcode.get(exc.errno, exc.errno)})."
 
 
 def describe(exc: BaseException) -> str:
