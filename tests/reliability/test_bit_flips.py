@@ -14,7 +14,6 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from onnx import numpy_helper
 
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy import Detector

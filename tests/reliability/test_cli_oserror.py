@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
@@ -93,9 +92,8 @@ def world():
     cache = base / "cache"
     cache.mkdir()
     cache.chmod(0o777)
-    with unprivileged():  # the read-only folder really is read-only for the unprivileged runs
-        with pytest.raises(PermissionError):
-            (ro / "probe").write_text("x")
+    with unprivileged(), pytest.raises(PermissionError):  # the read-only folder binds the unprivileged runs
+        (ro / "probe").write_text("x")
     yield {"base": base, "ckpt": ckpt, "onnx": onnx, "data": coco8, "vd": vd, "ro": ro, "locked": locked,
            "afile": afile, "cache": cache, "images": coco8.parent / "images" / "val"}  # fmt: skip
     locked.chmod(0o755)
@@ -174,7 +172,9 @@ def test_each_command_fails_with_one_sentence(world, command, template, how, cap
 def test_data_check_warns_about_an_unwritable_cache_and_goes_on(world, folder, capsys, caplog, monkeypatch):
     monkeypatch.chdir(world["base"])
     cache = world[folder] / "cache"
-    code, text = run_cli(["data", "check", str(world["data"]), "--cache-dir", str(cache)], capsys, as_nobody=True)
+    code, text = run_cli(
+        ["data", "check", str(world["data"]), "--cache-dir", str(cache)], capsys, as_nobody=True
+    )
     assert "Traceback" not in text and code == 0, text
     assert "val " in text and "boxes per class" in text  # the check itself ran
     warned = [r.getMessage() for r in caplog.records if "could not write the label cache" in r.getMessage()]
@@ -184,8 +184,9 @@ def test_data_check_warns_about_an_unwritable_cache_and_goes_on(world, folder, c
 
 def test_every_command_is_covered():
     """The cases cover every command `y9 --help` lists (data check and doctor have their own tests)."""
-    from y9deploy.cli.app import app
     from typer.main import get_command
+
+    from y9deploy.cli.app import app
 
     group = get_command(app)
     names = set()

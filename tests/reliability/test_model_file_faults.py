@@ -6,8 +6,6 @@ naming the file, the value found and what was expected.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import onnx
 import pytest

@@ -13,14 +13,6 @@ from typing import Any
 import numpy as np
 
 from y9deploy.errors import BackendUnavailableError, ModelFileError
-from y9deploy.runtime.io_checks import (
-    check_end2end_outputs,
-    check_finite,
-    check_image_input,
-    check_raw_output,
-    probe_batch,
-)
-from y9deploy.runtime.onnx_digest import verify as verify_digest
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,
@@ -30,6 +22,15 @@ from y9deploy.runtime.backend import (
     parse_device,
     parse_metadata,
 )
+from y9deploy.runtime.io_checks import (
+    check_end2end_outputs,
+    check_finite,
+    check_image_input,
+    check_raw_output,
+    probe_batch,
+)
+from y9deploy.runtime.onnx_digest import verify as verify_digest
+from y9deploy.runtime.options import PredictOptions
 
 MAX_DYNAMIC_BATCH = 256
 _ORT_TYPES = {
@@ -129,7 +130,8 @@ class OnnxRuntimeBackend:
         self._bindings: dict[tuple[int, ...], Any] = {}
         self._outputs_gpu: dict[int, dict[str, Any]] = {}
         # One inference of a grey image: NaN/inf weights are refused at load, not as silent empty results.
-        check_finite(str(self.path), self.infer(probe_batch(self.batch_range, self.input_hw, self.input_dtype)))
+        probe = probe_batch(self.batch_range, self.input_hw, self.input_dtype)
+        check_finite(str(self.path), self.infer(probe, PredictOptions().extras(self.extras)))
 
     def _describe_io(self) -> None:
         where = str(self.path)
@@ -254,9 +256,7 @@ class OnnxRuntimeBackend:
 def _raw_classes(head: Any, where: str, hw: tuple[int, int], props: dict[str, str]) -> int | None:
     """Check a raw head output against the input size and the metadata's strides; its class count."""
     strides = metadata_strides(props, where)
-    return check_raw_output(
-        where, head.name, head.shape, _np_type(head.type, where), hw=hw, strides=strides
-    )
+    return check_raw_output(where, head.name, head.shape, _np_type(head.type, where), hw=hw, strides=strides)
 
 
 def _cuda_device_present() -> bool:
