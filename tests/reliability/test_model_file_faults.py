@@ -144,6 +144,25 @@ def test_missing_or_malformed_metadata_names_the_file(good_onnx, tmp_path, chang
     _refused(_with_metadata(good_onnx, tmp_path / "meta.onnx", **changes), *needles)
 
 
+@pytest.mark.parametrize(
+    "changes, needles",
+    [
+        ({"names": None}, ["lacks the y9 metadata names"]),
+        ({"names": "5"}, ["'names' = 5", "list of class names"]),
+        ({"imgsz": "[64]"}, ["'imgsz' = [64]", "[height, width]"]),
+        ({"letterbox": "[1]"}, ["'letterbox' = [1]"]),
+        ({"nms_defaults": "[0.5]"}, ["'nms_defaults'", "JSON object of numbers"]),
+    ],
+)
+def test_read_metadata_names_the_file_the_entry_and_the_value(good_onnx, tmp_path, changes, needles):
+    from y9deploy.export.metadata import read_metadata
+
+    path = _with_metadata(good_onnx, tmp_path / "meta.onnx", **changes)
+    with pytest.raises(ModelFileError) as err:
+        read_metadata(path)
+    assert str(path) in str(err.value) and all(n in str(err.value) for n in needles), err.value
+
+
 def test_foreign_model_without_metadata_warns_with_the_path(good_onnx, tmp_path):
     keys = {p.key: None for p in onnx.load(str(good_onnx)).metadata_props}
     path = _with_metadata(good_onnx, tmp_path / "foreign.onnx", **keys)
