@@ -201,6 +201,16 @@ def test_doctor_in_a_read_only_folder(world, capsys, monkeypatch):
     assert code == 0 and "Traceback" not in text and '"verdicts"' in text
 
 
+def test_export_refuses_to_write_over_its_checkpoint(world, tmp_path, capsys):
+    ckpt = tmp_path / "g.pt"
+    shutil.copy(world["ckpt"], ckpt)
+    before = ckpt.read_bytes()
+    code, text = run_cli(["export", str(ckpt), "-o", str(ckpt), "--imgsz", "64"], capsys, as_nobody=False)
+    assert code == 2 and "Traceback" not in text
+    assert f"error: the output {ckpt} is the checkpoint being exported" in text
+    assert ckpt.read_bytes() == before
+
+
 def test_debug_shows_the_traceback(world, capsys):
     with pytest.raises(OSError):
         main(["--debug", "reparam", str(world["ckpt"]), f"{world['afile']}/r.pt"])

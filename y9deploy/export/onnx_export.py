@@ -195,6 +195,10 @@ def export_onnx_report(
     from y9deploy.runtime.onnx_digest import seal
 
     path = Path(path)
+    if isinstance(source, (str, os.PathLike)) and Path(source).resolve() == path.resolve():
+        raise ValueError(
+            f"the output {path} is the checkpoint being exported; choose another output path (an .onnx file)"
+        )
     hw = parse_imgsz(imgsz)
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch {batch!r} is not a positive integer")
