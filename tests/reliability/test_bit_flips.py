@@ -139,3 +139,18 @@ def test_the_intact_engine_passes_the_integrity_check(engine, tmp_path):
         Detector(engine).close()
     except Exception as exc:  # noqa: BLE001 - any refusal here must not be the integrity one
         assert "corrupt" not in str(exc) and "truncated" not in str(exc), exc
+
+
+def test_y9_info_checks_an_engine(engine, tmp_path, capsys):
+    from y9deploy.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["info", str(engine), "--json"])
+    assert exit_info.value.code == 0 and '"engine_sha256"' in capsys.readouterr().out
+    bad = _engine_copy(engine, tmp_path, "info.engine")
+    _flipped(bad, bad, bad.stat().st_size // 2)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["info", str(bad)])
+    out = capsys.readouterr()
+    assert exit_info.value.code == 2 and "Traceback" not in out.err + out.out
+    assert out.err.startswith(f"error: {bad} is corrupt or was modified")

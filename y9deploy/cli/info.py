@@ -1,6 +1,6 @@
 """``y9 info MODEL``: architecture name, parameters, GFLOPs, classes and strides; for an ONNX file, what the
 runtime reads from it (opened and checked exactly as a Detector opens it: a file that is not a y9-style
-detector is refused with one sentence)."""
+detector is refused with one sentence); for an engine, its manifest after the size and sha256 check."""
 
 from __future__ import annotations
 
@@ -32,12 +32,15 @@ def info(
     imgsz: Annotated[int, typer.Option(help="Input size for the GFLOPs count.")] = 640,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Show a model's architecture summary (for an .onnx file: its inputs, outputs and metadata, checked)."""
+    """Show a model's architecture summary (.onnx: inputs, outputs, metadata; .engine: manifest; both checked)."""
     from rich.console import Console
     from rich.table import Table
 
     if model.lower().endswith(".onnx"):
         _onnx_info(model, as_json)
+        return
+    if model.lower().endswith((".engine", ".trt", ".plan")):
+        _engine_info(model, as_json)
         return
 
     from y9train.models.complexity import model_info
@@ -99,6 +102,34 @@ def _onnx_info(path: str, as_json: bool) -> None:
         ("end-to-end NMS", "yes" if info.end2end else "no"),
         ("sha256 digest", summary["digest"]),
     ]  # fmt: skip
+    for key, value in rows:
+        table.add_row(key, value)
+    Console().print(table)
+
+
+def _engine_info(path: str, as_json: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from y9deploy.engine.manifest import check_manifest, read_manifest
+
+    man = read_manifest(path)
+    # checked against its own flavour, version and GPU: only the integrity checks (size, sha256) remain
+    check_manifest(
+        path, flavour=man.flavour, version=man.trt_version, compute_capability=man.compute_capability
+    )
+    if as_json:
+        typer.echo(json.dumps(man.to_dict()))
+        return
+    table = Table(title=f"y9 info {path}", show_header=False)
+    rows = [
+        ("built with", f"{man.flavour} {man.trt_version} for {man.compute_capability}"),
+        ("from", f"{man.onnx_file} (sha256 {man.onnx_sha256[:16]}...)"),
+        ("precision, batch", f"{man.precision}, {':'.join(map(str, man.batch))}"),
+        ("input size", f"{man.imgsz[0]}x{man.imgsz[1]}"),
+        ("classes", str(len(man.names))),
+        ("integrity", f"{man.engine_bytes:,} bytes, sha256 matches the manifest"),
+    ]
     for key, value in rows:
         table.add_row(key, value)
     Console().print(table)
