@@ -93,10 +93,9 @@ class BenchmarkResult:
         return {"created": self.created, "machine": self.machine, "cases": [c.to_dict() for c in self.cases]}
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        return path
+        from y9deploy.atomic_write import atomic_write
+
+        return atomic_write(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BenchmarkResult:

@@ -21,3 +21,7 @@ class BackendUnavailableError(Y9Error, RuntimeError):
 
 class DataError(Y9Error, ValueError):
     """A dataset, data.yaml or label file is malformed."""
+
+
+class DetectorBusyError(Y9Error, RuntimeError):
+    """A thread called a Detector while another thread was running it (a Detector serves one thread at a time)."""

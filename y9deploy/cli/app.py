@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
+from typing import Annotated
 
 import typer
 
@@ -38,18 +39,37 @@ def _register_all() -> None:
         import_module(f"y9deploy.cli.{name}").register(app)
 
 
+@app.callback()
+def _global_options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="On an error, show the full Python traceback (also: Y9_DEBUG=1).")
+    ] = False,
+) -> None:
+    """YOLOv9: export, TensorRT engines, fast inference, benchmarks and training."""
+
+
 _register_all()
 
 
-def main() -> None:
-    """Console entry point: run the app; y9's own errors print as one sentence, exit code 2."""
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the app. y9's own errors and every OSError print as one sentence on stderr
+    (exit code 2; Ctrl-C: 130), without a traceback unless ``--debug`` or ``Y9_DEBUG=1`` asks for it."""
+    from y9deploy.cli.failure import EXIT_ERROR, EXIT_INTERRUPTED, debug_requested, describe
     from y9deploy.errors import Y9Error
 
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        app()
-    except (Y9Error, FileNotFoundError, ValueError, TypeError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        sys.exit(2)
+        app(args=args, prog_name="y9")
+    except (Y9Error, OSError, ValueError, TypeError) as exc:
+        if debug_requested(args):
+            raise
+        typer.secho(f"error: {describe(exc)}", fg=typer.colors.RED, err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        if debug_requested(args):
+            raise
+        typer.secho("error: interrupted (Ctrl-C); nothing more was written.", fg=typer.colors.RED, err=True)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

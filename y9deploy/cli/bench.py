@@ -73,6 +73,10 @@ def register(app: typer.Typer) -> None:
         except ValueError:
             raise typer.BadParameter(f"--frame {frame!r}: expected HxW, e.g. 1080x1920") from None
         old = BenchmarkResult.load(compare_to) if compare_to is not None else None
+        if json_out is not None:
+            from y9deploy.atomic_write import ensure_writable
+
+            ensure_writable(json_out)  # before the benchmark, not after it
         frames = None
         if source is not None:
             from y9deploy.runtime.detector import read_image

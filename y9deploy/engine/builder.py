@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from y9deploy.atomic_write import atomic_write, ensure_writable
 from y9deploy.engine.flavour import Flavour, load_flavour, normalize_cc
 from y9deploy.engine.manifest import EngineManifest, file_sha256, write_manifest
 from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, inspect_onnx
@@ -152,13 +153,6 @@ def _onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, list[st
     return info.path.read_bytes(), []
 
 
-def _atomic_write(path: Path, data: bytes | memoryview) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
 def build_engine_report(
     onnx_path: str | os.PathLike,
     engine_path: str | os.PathLike | None = None,
@@ -198,6 +192,7 @@ def build_engine_report(
     engine_path = Path(engine_path) if engine_path is not None else onnx_path.with_suffix(".engine")
     if engine_path.resolve() == onnx_path.resolve():
         raise ValueError(f"engine path {engine_path} is the ONNX file itself; choose another output path")
+    ensure_writable(engine_path)  # before the build, which can take minutes
 
     trt = fl.trt
     logger = _make_logger(trt)
@@ -246,10 +241,9 @@ def build_engine_report(
             f"{fl.display} could not build an engine from {onnx_path} for {cc}: " + "; ".join(errors)
         )
 
-    engine_path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(engine_path, memoryview(serialized))
+    atomic_write(engine_path, memoryview(serialized))
     if cache_path is not None:
-        _atomic_write(cache_path, memoryview(config.get_timing_cache().serialize()))
+        atomic_write(cache_path, memoryview(config.get_timing_cache().serialize()))
         notes.append(f"saved timing cache {cache_path}")
 
     manifest = EngineManifest(

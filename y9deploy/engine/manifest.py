@@ -103,11 +103,9 @@ class EngineManifest:
 
 def write_manifest(engine_path: str | os.PathLike, manifest: EngineManifest) -> Path:
     """Write ``<engine>.json`` atomically (temporary file, then rename); returns its path."""
-    path = manifest_path(engine_path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    from y9deploy.atomic_write import atomic_write
+
+    return atomic_write(manifest_path(engine_path), json.dumps(manifest.to_dict(), indent=2) + "\n")
 
 
 def read_manifest(engine_path: str | os.PathLike) -> EngineManifest:
@@ -164,6 +162,13 @@ def check_manifest(
             f"{engine_path} is {size} bytes but its manifest records {man.engine_bytes}: the file is truncated "
             "or was replaced; copy it again or rebuild it with `y9 build-engine`"
         )
+    if verify_sha256:  # integrity first: a damaged file is damaged on any machine
+        digest = file_sha256(engine_path)
+        if digest != man.engine_sha256:
+            raise ModelFileError(
+                f"{engine_path} is corrupt or was modified: its sha256 {digest[:16]}... differs from the "
+                f"{man.engine_sha256[:16]}... its manifest records; copy it again or rebuild it"
+            )
     built_with = f"{DISPLAY.get(man.flavour, man.flavour)} {man.trt_version}"
     if man.flavour != flavour:
         raise EngineMismatchError(
@@ -195,13 +200,6 @@ def check_manifest(
             f"{engine_path} was built for {_gpu(man.compute_capability)} GPUs but this GPU is {_gpu(here)}; "
             f"rebuild it from {man.onnx_file} for this GPU ({how})"
         )
-    if verify_sha256:
-        digest = file_sha256(engine_path)
-        if digest != man.engine_sha256:
-            raise ModelFileError(
-                f"{engine_path} is corrupt or was modified: its sha256 {digest[:16]}... differs from the "
-                f"{man.engine_sha256[:16]}... its manifest records; copy it again or rebuild it"
-            )
     if onnx_path is not None:
         digest = file_sha256(onnx_path)
         if digest != man.onnx_sha256:

@@ -54,10 +54,13 @@ def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
     onnx = _onnx()
+    from y9deploy.runtime.onnx_digest import verify
+
     try:
         model = onnx.load(str(path))
     except Exception as exc:  # protobuf DecodeError and friends
         raise ModelFileError(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+    verify(path)  # a damaged copy of a y9 export that still parses is refused before the builder sees it
     graph = model.graph
     initializers = {init.name for init in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in initializers or vi.name == INPUT_NAME]

@@ -81,30 +81,39 @@ def set_metadata(model: Any, props: Mapping[str, str]) -> None:
 
 
 def parse_metadata(props: Mapping[str, str], source: str = "the model") -> OnnxMetadata:
-    """Strings -> :class:`OnnxMetadata`; ModelFileError naming ``source`` when a key is missing or malformed."""
+    """Strings -> :class:`OnnxMetadata`; ModelFileError naming ``source``, the entry and its value when a key
+    is missing or malformed (the same checks as the runtime's ``y9deploy.runtime.backend.parse_metadata``)."""
+    from y9deploy.runtime.backend import parse_metadata as parse_checked
+
     missing = [k for k in REQUIRED_KEYS if k not in props]
     if missing:
         raise ModelFileError(
             f"{source} lacks the y9 metadata {', '.join(missing)}; export it with `y9 export` (which records "
-            "class names, stride, input size and letterbox settings)"
+            "class names, stride, input size and letterbox settings)."
         )
+    info = parse_checked(dict(props), where=str(source))
+    raw_nms = props.get("nms_defaults", "{}")
     try:
-        h, w = json.loads(props["imgsz"])
-        return OnnxMetadata(
-            names=[str(n) for n in json.loads(props["names"])],
-            stride=[float(s) for s in json.loads(props["stride"])],
-            imgsz=(int(h), int(w)),
-            letterbox=dict(json.loads(props["letterbox"])),
-            model=props["model"],
-            source_sha256=props.get("source_sha256", ""),
-            y9_version=props.get("y9_version", ""),
-            end2end=props.get("end2end", "0") == "1",
-            dynamic_batch=props.get("dynamic_batch", "0") == "1",
-            half=props.get("half", "0") == "1",
-            nms_defaults=dict(json.loads(props.get("nms_defaults", "{}"))),
-        )
-    except (ValueError, TypeError) as exc:
-        raise ModelFileError(f"{source} has malformed y9 metadata ({exc}); export it again") from exc
+        nms = json.loads(raw_nms)
+        nms_defaults = {str(k): float(v) for k, v in nms.items()}
+    except (ValueError, TypeError, AttributeError):
+        raise ModelFileError(
+            f"{source}: metadata entry 'nms_defaults' = {raw_nms!r} is malformed; expected a JSON object of "
+            "numbers (score_threshold, iou_threshold, max_output_boxes)."
+        ) from None
+    return OnnxMetadata(
+        names=info.names,
+        stride=[float(s) for s in info.stride],
+        imgsz=info.imgsz,
+        letterbox=info.letterbox,
+        model=props["model"],
+        source_sha256=props.get("source_sha256", ""),
+        y9_version=props.get("y9_version", ""),
+        end2end=info.end2end,
+        dynamic_batch=info.dynamic_batch,
+        half=info.half,
+        nms_defaults=nms_defaults,
+    )
 
 
 def read_metadata(path: str | os.PathLike) -> OnnxMetadata:
@@ -116,5 +125,5 @@ def read_metadata(path: str | os.PathLike) -> OnnxMetadata:
     except FileNotFoundError:
         raise
     except Exception as exc:
-        raise ModelFileError(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
+        raise ModelFileError(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc}).") from exc
     return parse_metadata({p.key: p.value for p in model.metadata_props}, str(path))

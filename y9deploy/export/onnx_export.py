@@ -187,12 +187,18 @@ def export_onnx_report(
     differences grow to pixels); real images keep them in their calibrated range."""
     import onnx
 
+    from y9deploy.atomic_write import atomic_write, ensure_writable
     from y9deploy.export.metadata import build_metadata, set_metadata
     from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx
     from y9deploy.export.source import deployable, load_source
+    from y9deploy.runtime.onnx_digest import seal
 
     path = Path(path)
+    if isinstance(source, (str, os.PathLike)) and Path(source).resolve() == path.resolve():
+        raise ValueError(
+            f"the output {path} is the checkpoint being exported; choose another output path (an .onnx file)"
+        )
     hw = parse_imgsz(imgsz)
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch {batch!r} is not a positive integer")
@@ -209,6 +215,7 @@ def export_onnx_report(
 
     t = time.perf_counter()
     original, source_sha, label = load_source(source)
+    ensure_writable(path)  # a read-only or misnamed output fails now, not after the export
     model = deployable(original)
     times["load"] = time.perf_counter() - t
     anchors = sum((hw[0] // int(s)) * (hw[1] // int(s)) for s in model.stride.tolist())
@@ -279,10 +286,7 @@ def export_onnx_report(
     set_metadata(graph, props)
     graph.producer_name, graph.producer_version = "y9", props["y9_version"]
     onnx.checker.check_model(graph)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    onnx.save(graph, str(tmp))
-    os.replace(tmp, path)
+    atomic_write(path, seal(graph.SerializeToString()))  # sha256 sealed in: a damaged copy is refused
     return ExportResult(
         path=path,
         model=model.name,

@@ -12,8 +12,9 @@ On a CUDA backend with torch installed, pre-processing runs on the GPU (the uint
 then letterboxed and normalised there), the network is a CUDA graph replay for each batch size, and
 decoding + NMS run on the GPU; only the detections come back.
 
-Threads: a Detector is NOT thread-safe. Use one Detector per thread (each holds its own buffers, CUDA
-stream and graphs). Buffers are reused across calls, so memory does not grow over long runs.
+Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs, so memory does
+not grow over long runs); another thread calling it while it is busy gets DetectorBusyError, never wrong
+results (``runtime.busy``). Use one Detector per thread, or guard a shared one with a lock.
 
 ``predict_stream(batches)`` pipelines a sequence of batches (the letterbox of the next batch runs while the
 GPU works on the current one) and yields one ``list[Detections]`` per batch.
@@ -26,11 +27,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from y9deploy.errors import Y9Error
 from y9deploy.runtime.backend import batch_chunks
+from y9deploy.runtime.busy import BusyGuard
+from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
 from y9deploy.runtime.loading import open_backend
 from y9deploy.runtime.options import PredictOptions, resolve_options
 
@@ -45,22 +47,6 @@ class NullTimer:
 
 
 _NULL = NullTimer()
-
-
-def read_image(path: str | Path) -> np.ndarray:
-    """An image file -> ndarray[H, W, 3] uint8 BGR; FileNotFoundError / ValueError with the path named."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(
-            f"image {p} does not exist." if not p.exists() else f"image path {p} is not a file."
-        )
-    data = np.fromfile(str(p), dtype=np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if img is None:
-        raise ValueError(
-            f"{p} could not be decoded as an image (OpenCV read nothing); expected a JPEG/PNG/... file."
-        )
-    return img
 
 
 class Detector:
@@ -112,6 +98,7 @@ class Detector:
                 f"path is a {type(path).__name__}; expected the path of a .engine, .onnx or .pt file."
             )
         self.path = Path(path)
+        self._guard = BusyGuard(str(self.path))
         self._closed = True
         stream = _maybe_torch_stream(self.path, device)
         self._stream = stream  # kept alive as long as the backend may run on it
@@ -210,8 +197,8 @@ class Detector:
         Returns:
             an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
             ``predict`` on each batch. Memory is bounded (two staging buffers; batches are pulled from
-            ``batches`` at most two ahead of the results). Not thread-safe, like ``predict``; one stream at a
-            time per Detector.
+            ``batches`` at most two ahead of the results). Until the stream ends or is closed, other threads
+            calling this Detector get DetectorBusyError.
         """
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
@@ -224,6 +211,12 @@ class Detector:
         return self._stream_batches(iter(batches), opts, _NULL)
 
     def _stream_batches(
+        self, batches: Iterator[Any], opts: PredictOptions, timer: Any
+    ) -> Iterator[list[Any]]:
+        with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
+            yield from self._stream_unguarded(batches, opts, timer)
+
+    def _stream_unguarded(
         self, batches: Iterator[Any], opts: PredictOptions, timer: Any
     ) -> Iterator[list[Any]]:
         def chunks() -> Iterator[tuple[list[np.ndarray], int, bool]]:
@@ -257,6 +250,10 @@ class Detector:
         """Free the backend, buffers and CUDA graphs; idempotent."""
         if getattr(self, "_closed", True) and getattr(self, "backend", None) is None:
             return
+        with self._guard.enter("close"):
+            self._close()
+
+    def _close(self) -> None:
         backend, self.backend = getattr(self, "backend", None), None
         gpu, self._gpu = getattr(self, "_gpu", None), None
         self._host_blob = None
@@ -308,6 +305,10 @@ class Detector:
         )
 
     def _predict(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
+        with self._guard.enter("predict"):
+            return self._predict_unguarded(source, overrides, timer)
+
+    def _predict_unguarded(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)

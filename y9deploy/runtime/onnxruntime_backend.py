@@ -18,9 +18,19 @@ from y9deploy.runtime.backend import (
     NMS_INPUTS,
     ModelInfo,
     is_torch_tensor,
+    metadata_strides,
     parse_device,
     parse_metadata,
 )
+from y9deploy.runtime.io_checks import (
+    check_end2end_outputs,
+    check_finite,
+    check_image_input,
+    check_raw_output,
+    probe_batch,
+)
+from y9deploy.runtime.onnx_digest import verify as verify_digest
+from y9deploy.runtime.options import PredictOptions
 
 MAX_DYNAMIC_BATCH = 256
 _ORT_TYPES = {
@@ -101,6 +111,7 @@ class OnnxRuntimeBackend:
             providers: list[Any] = [("CUDAExecutionProvider", cuda_opts), "CPUExecutionProvider"]
         else:
             providers = ["CPUExecutionProvider"]
+        self.digest_checked = verify_digest(self.path)  # y9 exports: any changed byte is refused here
         try:
             self.session = ort.InferenceSession(str(self.path), options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own exception types for a bad file
@@ -118,6 +129,9 @@ class OnnxRuntimeBackend:
         self._describe_io()
         self._bindings: dict[tuple[int, ...], Any] = {}
         self._outputs_gpu: dict[int, dict[str, Any]] = {}
+        # One inference of a grey image: NaN/inf weights are refused at load, not as silent empty results.
+        probe = probe_batch(self.batch_range, self.input_hw, self.input_dtype)
+        check_finite(str(self.path), self.infer(probe, PredictOptions().extras(self.extras)))
 
     def _describe_io(self) -> None:
         where = str(self.path)
@@ -129,6 +143,7 @@ class OnnxRuntimeBackend:
             raise ModelFileError(f"{where} has no 4-D image input (expected 'images' [B, 3, H, W]).")
         self.input_name = image.name
         self.input_dtype = _np_type(image.type, where)
+        check_image_input(where, image.name, image.shape, self.input_dtype)
         b, c, h, w = image.shape
         if not (isinstance(h, int) and isinstance(w, int)) or c not in (3, "3"):
             raise ModelFileError(
@@ -147,14 +162,17 @@ class OnnxRuntimeBackend:
         outputs = self.session.get_outputs()
         self.output_names = [o.name for o in outputs]
         self._output_meta = {o.name: (o.shape, _np_type(o.type, where)) for o in outputs}
+        self.output_shapes = {o.name: list(o.shape) for o in outputs}  # symbolic dimensions as names
         self.end2end = set(END2END_OUTPUTS).issubset(self.output_names)
         if not self.end2end and len(outputs) < 1:
             raise ModelFileError(f"{where} has no outputs.")
         props = dict(self.session.get_modelmeta().custom_metadata_map)
         nc = None
         if not self.end2end:
-            first = outputs[0].shape
-            nc = int(first[1]) - 4 if len(first) == 3 and isinstance(first[1], int) else None
+            head = next((o for o in outputs if o.name == "output0"), outputs[0])
+            nc = _raw_classes(head, where, (int(h), int(w)), props)
+        else:
+            check_end2end_outputs(where, {o.name: o.shape for o in outputs})
         self.info: ModelInfo = parse_metadata(props, where=where, imgsz=(int(h), int(w)), nc=nc)
         if self.info.imgsz != (int(h), int(w)):
             raise ModelFileError(
@@ -233,6 +251,12 @@ class OnnxRuntimeBackend:
         self._outputs_gpu.clear()
         self._bindings.clear()
         self.session = None
+
+
+def _raw_classes(head: Any, where: str, hw: tuple[int, int], props: dict[str, str]) -> int | None:
+    """Check a raw head output against the input size and the metadata's strides; its class count."""
+    strides = metadata_strides(props, where)
+    return check_raw_output(where, head.name, head.shape, _np_type(head.type, where), hw=hw, strides=strides)
 
 
 def _cuda_device_present() -> bool:

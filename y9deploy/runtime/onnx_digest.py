@@ -1,0 +1,144 @@
+"""A sha256 digest sealed into the ONNX files ``y9 export`` writes, checked whenever y9 opens one.
+
+A flipped bit in an ONNX file's weights still parses, and ONNX Runtime runs it with one weight changed;
+only a digest catches that. ``seal`` appends one ``metadata_props`` entry, ``y9_digest`` =
+``sha256:<hex of every other byte of the file>``, to a serialized model; ``verify`` removes that entry's
+bytes again and compares. Any change to the file (weights, graph, opset, other metadata) is refused.
+
+The files are read at the protobuf wire level (a ModelProto's top-level fields), so neither ``onnx`` nor
+``protobuf`` is needed: a deployment box has only onnxruntime. Files without the entry (exported by other
+tools, or by earlier y9 versions) are not checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from y9deploy.errors import ModelFileError
+
+DIGEST_KEY = "y9_digest"
+_METADATA_FIELD = 14  # ModelProto.metadata_props (StringStringEntryProto: key = 1, value = 2)
+
+
+def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError(f"a truncated or overlong varint at byte {pos}")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(data: bytes | memoryview) -> list[tuple[int, int, int, int, int]]:
+    """Top-level protobuf fields: (number, start, end, payload start, payload end) of each."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        start = pos
+        tag, pos = _varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise ValueError(f"field number 0 at byte {start}")
+        if wire == 0:
+            _, pos = _varint(data, pos)
+            payload = (pos, pos)
+        elif wire == 1:
+            pos += 8
+            payload = (pos - 8, pos)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            pos += length
+            payload = (pos - length, pos)
+        elif wire == 5:
+            pos += 4
+            payload = (pos - 4, pos)
+        else:
+            raise ValueError(f"wire type {wire} of field {number} at byte {start}")
+        if pos > len(data):
+            raise ValueError(f"field {number} at byte {start} runs past the end of the file")
+        out.append((number, start, pos, *payload))
+    return out
+
+
+def _entry(data: bytes | memoryview) -> tuple[str, str]:
+    key = value = ""
+    for number, _, _, lo, hi in _fields(data):
+        text = bytes(data[lo:hi]).decode("utf-8")
+        if number == 1:
+            key = text
+        elif number == 2:
+            value = text
+    return key, value
+
+
+def _split(data: bytes) -> tuple[bytes, str | None]:
+    """(the file without its digest entries, the recorded digest or None)."""
+    view = memoryview(data)
+    kept: list[memoryview] = []
+    recorded = None
+    last = 0
+    for number, start, end, lo, hi in _fields(view):
+        if number == _METADATA_FIELD:
+            key, value = _entry(view[lo:hi])
+            if key == DIGEST_KEY:
+                kept.append(view[last:start])
+                last = end
+                recorded = value
+    kept.append(view[last:])
+    return b"".join(kept), recorded
+
+
+def _entry_bytes(key: str, value: str) -> bytes:
+    def ld(number: int, payload: bytes) -> bytes:
+        return _encode_varint(number << 3 | 2) + _encode_varint(len(payload)) + payload
+
+    return ld(_METADATA_FIELD, ld(1, key.encode()) + ld(2, value.encode()))
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = value & 0x7F
+        value >>= 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def seal(model_bytes: bytes) -> bytes:
+    """A serialized ModelProto with its ``y9_digest`` entry (replacing any old one) appended."""
+    body, _ = _split(model_bytes)
+    return body + _entry_bytes(DIGEST_KEY, "sha256:" + hashlib.sha256(body).hexdigest())
+
+
+def verify(path: str | os.PathLike) -> bool:
+    """Check the digest of the ONNX file ``path``; True when checked, False when the file has none.
+
+    Raises:
+        ModelFileError: the file is not a protobuf ModelProto, or it differs from what y9 sealed.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        body, recorded = _split(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelFileError(
+            f"{path} is damaged or not an ONNX model: its protobuf structure is broken ({exc}); copy it again or "
+            "re-export it with `y9 export`."
+        ) from None
+    if recorded is None:
+        return False
+    actual = "sha256:" + hashlib.sha256(body).hexdigest()
+    if actual != recorded:
+        raise ModelFileError(
+            f"{path} is damaged or was modified after `y9 export` wrote it: its sha256 {actual[7:23]}... differs "
+            f"from the {recorded[7:23]}... recorded in its '{DIGEST_KEY}' metadata; copy it again or re-export it "
+            f"(if you edited it on purpose, remove the '{DIGEST_KEY}' entry)."
+        )
+    return True
