@@ -21,3 +21,7 @@ class BackendUnavailableError(Y9Error, RuntimeError):
 
 class DataError(Y9Error, ValueError):
     """A dataset, data.yaml or label file is malformed."""
+
+
+class SourceError(Y9Error, ValueError):
+    """A video file, folder of frames, camera or stream cannot be opened or read (the reason is named)."""
