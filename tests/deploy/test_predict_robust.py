@@ -30,7 +30,9 @@ IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return export_tiny_onnx(tmp_path_factory.mktemp("tiny") / "tiny.onnx", imgsz=(96, 128), dynamic_batch=True)
+    return export_tiny_onnx(
+        tmp_path_factory.mktemp("tiny") / "tiny.onnx", imgsz=(96, 128), dynamic_batch=True
+    )
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -110,7 +112,9 @@ def test_save_dir_in_the_source_is_refused_and_inputs_untouched(tiny, tmp_path):
         res = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--save-dir", str(save)])
         assert isinstance(res.exception, ValueError), res.output
         assert "--save-dir" in str(res.exception) and "source folder" in str(res.exception)
-    single = CliRunner().invoke(app, ["predict", str(src / IMAGES[0].name), "-m", str(tiny), "--save-dir", str(src)])
+    single = CliRunner().invoke(
+        app, ["predict", str(src / IMAGES[0].name), "-m", str(tiny), "--save-dir", str(src)]
+    )
     assert isinstance(single.exception, ValueError) and "would replace it" in str(single.exception)
     assert digest(src) == before and not (src / "new_out").exists()
 

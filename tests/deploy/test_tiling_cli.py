@@ -75,7 +75,10 @@ def test_cli_tile_sends_batches_to_the_backend(blob, planted, tmp_path, monkeypa
     assert len(d) == N and recall_at_iou(d, gt, np.zeros(N)) == 1.0
     plain = CliRunner().invoke(app, ["predict", str(tmp_path / "aerial.png"), "-m", str(blob), "--conf", "0.5",
                                      "--save-dir", str(tmp_path / "plain"), "--no-images"])  # fmt: skip
-    assert plain.exit_code == 0 and len(read_jsonl(tmp_path / "plain" / "predictions.jsonl")[0]["detections"]) <= 3
+    assert (
+        plain.exit_code == 0
+        and len(read_jsonl(tmp_path / "plain" / "predictions.jsonl")[0]["detections"]) <= 3
+    )
 
 
 def test_nmm_merges_greedily_and_nms_keeps_the_best():

@@ -69,7 +69,9 @@ class MjpegServer:
                 conn, _ = self.sock.accept()
                 with conn:
                     conn.recv(4096)
-                    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: multipart/x-mixed-replace; boundary=fr\r\n\r\n")
+                    conn.sendall(
+                        b"HTTP/1.0 200 OK\r\nContent-Type: multipart/x-mixed-replace; boundary=fr\r\n\r\n"
+                    )
                     for _ in range(frames):
                         img = np.full((96, 128, 3), 8 * self.served, np.uint8)
                         jpg = cv2.imencode(".jpg", img)[1].tobytes()
@@ -102,7 +104,9 @@ def test_video_json_lines_equal_per_frame_predict(tiny, tmp_path):
             got = rec["detections"]
             total += len(got)
             assert rec["frame"] == index and len(got) == len(want)
-            np.testing.assert_allclose(np.array([d["xyxy"] for d in got]).reshape(-1, 4), want.xyxy, atol=1e-3)
+            np.testing.assert_allclose(
+                np.array([d["xyxy"] for d in got]).reshape(-1, 4), want.xyxy, atol=1e-3
+            )
             assert [d["class_id"] for d in got] == want.class_id.tolist()
         assert total > 0
     assert json.loads((out / "predictions.json").read_text())["results"] == lines

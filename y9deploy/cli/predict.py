@@ -49,7 +49,8 @@ def register(app: typer.Typer) -> None:
     @app.command("predict")
     def predict_cmd(
         source: Annotated[
-            str, typer.Argument(help="Image, video, folder (recursive), camera index, or rtsp:// / http:// URL.")
+            str,
+            typer.Argument(help="Image, video, folder (recursive), camera index, or rtsp:// / http:// URL."),
         ],
         model: Annotated[Path, typer.Option("--model", "-m", help="Model file: .engine, .onnx or .pt.")],
         conf: Annotated[float, typer.Option("--conf", min=0.0, max=1.0, help="Score threshold.")] = 0.25,
@@ -57,17 +58,25 @@ def register(app: typer.Typer) -> None:
         max_det: Annotated[int, typer.Option("--max-det", min=1, help="Most detections per image.")] = 300,
         classes: Annotated[
             str | None,
-            typer.Option("--classes", help="Keep only these classes, names or ids, comma-separated: person,car or 0,2."),
+            typer.Option(
+                "--classes", help="Keep only these classes, names or ids, comma-separated: person,car or 0,2."
+            ),
         ] = None,
         class_conf: Annotated[
             list[str] | None,
-            typer.Option("--class-conf", help="Per-class threshold CLASS=VALUE (name or id), repeatable: "
-                         "--class-conf person=0.5 --class-conf 2=0.3; other classes keep --conf."),
+            typer.Option(
+                "--class-conf",
+                help="Per-class threshold CLASS=VALUE (name or id), repeatable: "
+                "--class-conf person=0.5 --class-conf 2=0.3; other classes keep --conf.",
+            ),
         ] = None,  # fmt: skip
         save_dir: Annotated[
             Path | None,
-            typer.Option("--save-dir", help="Write predictions.jsonl/.csv (flushed per frame), predictions.json and "
-                         "annotated copies here; refused if it is or is inside the source folder."),
+            typer.Option(
+                "--save-dir",
+                help="Write predictions.jsonl/.csv (flushed per frame), predictions.json and "
+                "annotated copies here; refused if it is or is inside the source folder.",
+            ),
         ] = None,  # fmt: skip
         device: Annotated[
             str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: best).")
@@ -77,8 +86,12 @@ def register(app: typer.Typer) -> None:
         vid_stride: Annotated[int, typer.Option("--vid-stride", min=1, help="Every n-th video frame.")] = 1,
         tile: Annotated[
             int | None,
-            typer.Option("--tile", min=32, help="Sliced inference: tiles of this size in pixels (use the model's "
-                         "input size, e.g. 640), sent to the model as batches."),
+            typer.Option(
+                "--tile",
+                min=32,
+                help="Sliced inference: tiles of this size in pixels (use the model's "
+                "input size, e.g. 640), sent to the model as batches.",
+            ),
         ] = None,  # fmt: skip
         overlap: Annotated[
             float, typer.Option("--overlap", min=0.0, max=0.95, help="Tile overlap (fraction of the tile).")
@@ -87,27 +100,38 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--full-frame", help="With --tile: also run the whole frame (large objects).")
         ] = False,
         merge: Annotated[
-            Merge, typer.Option("--merge", help="With --tile: merge tile results by NMS or by non-maximum merging.")
+            Merge,
+            typer.Option("--merge", help="With --tile: merge tile results by NMS or by non-maximum merging."),
         ] = Merge.nms,
         merge_iou: Annotated[
-            float, typer.Option("--merge-iou", min=0.0, max=1.0, help="With --tile: IoU that matches two boxes.")
+            float,
+            typer.Option("--merge-iou", min=0.0, max=1.0, help="With --tile: IoU that matches two boxes."),
         ] = 0.5,
         policy: Annotated[
             Policy | None,
-            typer.Option("--policy", help="Video/stream frames: latest (drop stale frames; default for streams and "
-                         "cameras) or queue (keep every frame; default for files)."),
+            typer.Option(
+                "--policy",
+                help="Video/stream frames: latest (drop stale frames; default for streams and "
+                "cameras) or queue (keep every frame; default for files).",
+            ),
         ] = None,  # fmt: skip
         reconnect_attempts: Annotated[
-            int, typer.Option("--reconnect-attempts", min=0, help="Streams: reconnect attempts in a row before giving up.")
+            int,
+            typer.Option(
+                "--reconnect-attempts", min=0, help="Streams: reconnect attempts in a row before giving up."
+            ),
         ] = 10,
         max_frames: Annotated[
-            int | None, typer.Option("--max-frames", min=1, help="Stop each video or stream after this many frames.")
+            int | None,
+            typer.Option("--max-frames", min=1, help="Stop each video or stream after this many frames."),
         ] = None,
         stdout: Annotated[
-            bool, typer.Option("--stdout", help="Also print each frame's JSON line on stdout (summary on stderr).")
+            bool,
+            typer.Option("--stdout", help="Also print each frame's JSON line on stdout (summary on stderr)."),
         ] = False,
         final_json: Annotated[
-            bool, typer.Option("--json/--no-json", help="Build predictions.json from the JSON lines at the end.")
+            bool,
+            typer.Option("--json/--no-json", help="Build predictions.json from the JSON lines at the end."),
         ] = True,
         no_images: Annotated[
             bool, typer.Option("--no-images", help="Write JSON/CSV only, no annotated copies.")
@@ -134,15 +158,18 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         stop = threading.Event()
         echo = (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo
-        with _graceful_sigint(stop, lambda m: console.print(f"[yellow]{m}")), Progress(
-            TextColumn("[bold]predict"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=console,
-            transient=False,
-        ) as bar:
+        with (
+            _graceful_sigint(stop, lambda m: console.print(f"[yellow]{m}")),
+            Progress(
+                TextColumn("[bold]predict"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=console,
+                transient=False,
+            ) as bar,
+        ):
             task = bar.add_task("", total=None)
             summary = predict_source(
                 source,

@@ -225,7 +225,9 @@ def predict_source(
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
-        inputs = {Path(p).resolve() for p in images} | {Path(str(v)).resolve() for v in videos if not is_live(v)}
+        inputs = {Path(p).resolve() for p in images} | {
+            Path(str(v)).resolve() for v in videos if not is_live(v)
+        }
         used: set[str] = set()
         t0 = time.perf_counter()
 

@@ -53,7 +53,9 @@ def parse_class_conf(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def class_thresholds(default: float, per_class: Mapping[str | int, float], names: Sequence[str]) -> np.ndarray:
+def class_thresholds(
+    default: float, per_class: Mapping[str | int, float], names: Sequence[str]
+) -> np.ndarray:
     """One score threshold per class: ``default`` everywhere, ``per_class`` (by name or id) where given."""
     conf = np.full(len(names), float(default), np.float64)
     for key, value in per_class.items():

@@ -40,7 +40,12 @@ class ResultsWriter:
     off), and/or JSON lines to ``stream``. A new writer starts new files (a previous run's are replaced)."""
 
     def __init__(
-        self, save_dir: str | Path | None, *, jsonl: bool = True, csv_rows: bool = True, stream: IO[str] | None = None
+        self,
+        save_dir: str | Path | None,
+        *,
+        jsonl: bool = True,
+        csv_rows: bool = True,
+        stream: IO[str] | None = None,
     ) -> None:
         self.save_dir = Path(save_dir) if save_dir is not None else None
         self.stream = stream

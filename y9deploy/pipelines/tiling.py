@@ -225,7 +225,9 @@ def predict_tiled(
     )
 
 
-def predict_tiled_with(detector: Any, frame: np.ndarray, options: TileOptions, **overrides: Any) -> Detections:
+def predict_tiled_with(
+    detector: Any, frame: np.ndarray, options: TileOptions, **overrides: Any
+) -> Detections:
     """``predict_tiled`` with a ``TileOptions``."""
     return predict_tiled(detector, frame, tile=options.tile, overlap=options.overlap, include_full=options.full_frame,
                          merge=options.merge, iou=options.iou, ios=options.ios, **overrides)  # fmt: skip
