@@ -139,9 +139,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.
 
-        Exit status: 0 every input was processed; 1 the run finished but some inputs were unreadable and skipped
-        (each named in a warning and in predictions.json); 130 stopped by Ctrl-C (the frames done are on disk);
-        2 an error (bad model, option or source; a stream that cannot be opened).
+        Exit status:
+
+        0: every input was processed.
+
+        1: finished, but unreadable inputs were skipped (each named in a warning and in predictions.json).
+
+        130: stopped by Ctrl-C; the results of the frames done are on disk.
+
+        2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
         """
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
