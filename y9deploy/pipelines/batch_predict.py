@@ -31,6 +31,7 @@ from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_fi
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
     IMAGE_SUFFIXES,
+    POLICIES,
     VIDEO_SUFFIXES,
     FrameReader,
     ReconnectPolicy,
@@ -174,11 +175,14 @@ def predict_source(
         FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
         SourceError: a stream or camera (the only source) cannot be opened.
     """
-    from y9deploy.draw import draw_detections
-    from y9deploy.runtime.detector import Detector, read_image
+    from y9deploy.runtime.detector import Detector
 
     if int(batch) < 1:
         raise ValueError(f"batch={batch!r}; expected 1 or more frames per call.")
+    if policy is not None and policy not in POLICIES:
+        raise ValueError(f"policy={policy!r}; expected one of {', '.join(POLICIES)} (or None: by source).")
+    if int(vid_stride) < 1:
+        raise ValueError(f"vid_stride={vid_stride!r}; expected 1 (every frame) or more.")
     warn = on_warning or (lambda msg: None)
     stop = stop or threading.Event()
     images, videos = collect_sources(source)
@@ -225,52 +229,20 @@ def predict_source(
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
-        inputs = {Path(p).resolve() for p in images} | {
-            Path(str(v)).resolve() for v in videos if not is_live(v)
-        }
-        used: set[str] = set()
+        inputs = {Path(p).resolve() for p in images}
+        inputs |= {Path(str(v)).resolve() for v in videos if not is_live(v)}
+        session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
+                           warn, on_frame)  # fmt: skip
+        reading = dict(
+            policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
+        )
         t0 = time.perf_counter()
-
-        def record(name: str, index: int | None, dets: Any, **kw: Any) -> None:
-            writer.write(name, index, dets, **kw)
-            summary.frames += 1
-            summary.detections += len(dets)
-            if on_frame is not None:
-                on_frame(name, len(dets))
-
         try:
-            for chunk in _chunks(images, int(batch)):
-                if stop.is_set():
-                    break
-                frames, paths, read_ms = [], [], []
-                for path in chunk:
-                    t = time.perf_counter()
-                    try:
-                        frames.append(read_image(path))
-                    except (OSError, ValueError) as exc:
-                        summary.skipped.append((str(path), str(exc)))
-                        warn(f"skipped {path}: {exc}")
-                        continue
-                    paths.append(path)
-                    read_ms.append((time.perf_counter() - t) * 1e3)
-                if not frames:
-                    continue
-                t = time.perf_counter()
-                results = run(frames)
-                infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
-                for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
-                    record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
-                    summary.images += 1
-                    if out_dir is not None and save_images:
-                        out = _unique(out_dir, path.name, used, inputs)
-                        cv2.imwrite(str(out), draw_detections(frame, dets))
-                        summary.outputs.append(out)
+            session.images(images)
             for video in videos:
                 if stop.is_set():
                     break
-                _run_video(video, run, record, summary, out_dir if save_images else None, used, inputs,
-                           stop=stop, batch=int(batch), policy=policy, reconnect=reconnect, stride=vid_stride,
-                           max_frames=max_frames, warn=warn, draw=draw_detections)  # fmt: skip
+                session.video(video, reading)
         finally:
             summary.interrupted = stop.is_set()
             summary.seconds = time.perf_counter() - t0
@@ -285,58 +257,112 @@ def predict_source(
     return summary
 
 
-def _run_video(
-    video: str | Path, run: Callable, record: Callable, summary: PredictSummary, out_dir: Path | None,
-    used: set[str], inputs: set[Path], *, stop: threading.Event, batch: int, policy: str | None,
-    reconnect: ReconnectPolicy | None, stride: int, max_frames: int | None, warn: Callable[[str], None],
-    draw: Callable,
-) -> None:  # fmt: skip
-    """One video file, stream or camera through a ``FrameReader``: batches of ready frames, one JSON line each."""
-    live = is_live(video)
-    try:
-        reader = FrameReader(video, policy=policy, stride=stride, max_frames=max_frames, reconnect=reconnect,
-                             on_event=warn)  # fmt: skip
-    except (OSError, ValueError) as exc:
-        if live:
-            raise
-        summary.skipped.append((str(video), str(exc)))
-        warn(f"skipped {video}: {exc}")
-        return
-    writer, out = None, None
-    if out_dir is not None:
-        out = _unique(out_dir, f"{Path(str(video)).stem if not live else 'stream'}.mp4", used, inputs)
-    try:
-        while not stop.is_set():
-            first = reader.get(timeout=0.2)
-            if first is None:
-                if reader.finished:  # get() has re-raised a reader error, if any
-                    break
+@dataclass
+class _Session:
+    """The state one ``predict_source`` run shares between its images and videos."""
+
+    run: Callable[[list[np.ndarray]], list[Any]]  # frames -> Detections (whole frames or tiled)
+    writer: ResultsWriter
+    summary: PredictSummary
+    out_dir: Path | None  # annotated copies go here (None: none written)
+    inputs: set[Path]
+    stop: threading.Event
+    batch: int
+    warn: Callable[[str], None]
+    on_frame: Callable[[str, int], None] | None
+    used: set[str] = field(default_factory=set)
+
+    def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
+        self.writer.write(name, index, dets, **kw)
+        self.summary.frames += 1
+        self.summary.detections += len(dets)
+        if self.on_frame is not None:
+            self.on_frame(name, len(dets))
+
+    def skip(self, source: Any, exc: BaseException) -> None:
+        self.summary.skipped.append((str(source), str(exc)))
+        self.warn(f"skipped {source}: {exc}")
+
+    def images(self, images: list[Path]) -> None:
+        """Images ``batch`` at a time; an unreadable one is skipped."""
+        from y9deploy.draw import draw_detections
+        from y9deploy.runtime.detector import read_image
+
+        for chunk in _chunks(images, self.batch):
+            if self.stop.is_set():
+                return
+            frames, paths, read_ms = [], [], []
+            for path in chunk:
+                t = time.perf_counter()
+                try:
+                    frames.append(read_image(path))
+                except (OSError, ValueError) as exc:
+                    self.skip(path, exc)
+                    continue
+                paths.append(path)
+                read_ms.append((time.perf_counter() - t) * 1e3)
+            if not frames:
                 continue
-            frames = [first]
-            while len(frames) < batch and reader.ready():
-                nxt = reader.get(timeout=0)
-                if nxt is None:
-                    break
-                frames.append(nxt)
             t = time.perf_counter()
-            results = run([f.image for f in frames])
+            results = self.run(frames)
             infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
-            for f, dets in zip(frames, results):
-                latency = (time.time() - f.captured) * 1e3
-                record(str(video), f.index, dets, captured=f.captured if live else None,
-                       timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency})  # fmt: skip
-                if out is not None:
-                    if writer is None:
-                        h, w = f.image.shape[:2]
-                        fps = reader.fps / (1 if live else reader.stride)
-                        writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-                    writer.write(draw(f.image, dets))
-    finally:
-        reader.stop()
-        summary.dropped += reader.stats.dropped
-        summary.reconnects += reader.stats.reconnects
-        summary.skipped += reader.stats.skipped
-        if writer is not None:
-            writer.release()
-            summary.outputs.append(out)  # type: ignore[arg-type]
-    summary.videos += 1
+            for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
+                self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
+                self.summary.images += 1
+                if self.out_dir is not None:
+                    out = _unique(self.out_dir, path.name, self.used, self.inputs)
+                    cv2.imwrite(str(out), draw_detections(frame, dets))
+                    self.summary.outputs.append(out)
+
+    def video(self, video: str | Path, reading: dict[str, Any]) -> None:
+        """One video file, stream or camera through a ``FrameReader`` (``reading``: its options): the frames
+        ready at each step, up to ``batch``, go through the Detector together; one JSON line per frame."""
+        from y9deploy.draw import draw_detections
+
+        live = is_live(video)
+        try:
+            reader = FrameReader(video, **reading)
+        except (OSError, ValueError) as exc:
+            if live:
+                raise
+            self.skip(video, exc)
+            return
+        writer, out = None, None
+        if self.out_dir is not None:
+            name = f"{Path(str(video)).stem if not live else 'stream'}.mp4"
+            out = _unique(self.out_dir, name, self.used, self.inputs)
+        try:
+            while not self.stop.is_set():
+                first = reader.get(timeout=0.2)
+                if first is None:
+                    if reader.finished:  # get() has re-raised a reader error, if any
+                        break
+                    continue
+                frames = [first]
+                while len(frames) < self.batch and reader.ready():
+                    nxt = reader.get(timeout=0)
+                    if nxt is None:
+                        break
+                    frames.append(nxt)
+                t = time.perf_counter()
+                results = self.run([f.image for f in frames])
+                infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
+                for f, dets in zip(frames, results):
+                    latency = (time.time() - f.captured) * 1e3
+                    self.record(str(video), f.index, dets, captured=f.captured if live else None,
+                                timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency})  # fmt: skip
+                    if out is not None:
+                        if writer is None:
+                            h, w = f.image.shape[:2]
+                            fps = reader.fps / (1 if live else reader.stride)
+                            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+                        writer.write(draw_detections(f.image, dets))
+        finally:
+            reader.stop()
+            self.summary.dropped += reader.stats.dropped
+            self.summary.reconnects += reader.stats.reconnects
+            self.summary.skipped += reader.stats.skipped
+            if writer is not None:
+                writer.release()
+                self.summary.outputs.append(out)  # type: ignore[arg-type]
+        self.summary.videos += 1
