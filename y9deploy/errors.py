@@ -25,3 +25,7 @@ class DataError(Y9Error, ValueError):
 
 class DetectorBusyError(Y9Error, RuntimeError):
     """A thread called a Detector while another thread was running it (a Detector serves one thread at a time)."""
+
+
+class SourceError(Y9Error, ValueError):
+    """A video file, folder of frames, camera or stream cannot be opened or read (the reason is named)."""

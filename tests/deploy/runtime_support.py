@@ -219,3 +219,63 @@ def reestimate_bn(model, batches: list[np.ndarray]):
     for m in bns:
         m.momentum = 0.03
     return model
+
+
+# ------------------------------------------------------------------------------------------ planted objects
+def export_blob_onnx(path: Path, *, imgsz: tuple[int, int] = (320, 320)) -> Path:
+    """A hand-weighted one-class detector of bright squares, exported like a y9 model (dynamic batch).
+
+    At each stride-8 cell: score = sigmoid(30 * (mean brightness of the 16x16 window - 0.8)), so only a bright
+    object at least ~16 px wide at the network's input scores; the box is the brightness centroid and
+    sqrt(bright area) of the 32x32 window. A 24 px square is found exactly at native scale and missed once a
+    frame is downscaled by 3x or more: what tiled inference is for.
+    """
+    import onnx
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    h, w = imgsz
+
+    class BlobNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            ys, xs = torch.meshgrid(torch.arange(h) + 0.5, torch.arange(w) + 0.5, indexing="ij")
+            self.register_buffer("xs", xs[None, None].float())
+            self.register_buffer("ys", ys[None, None].float())
+
+        def forward(self, x):
+            g = x.mean(1, keepdim=True)
+            p16 = F.avg_pool2d(g, 16, stride=8, padding=4)
+            area = F.avg_pool2d(g, 32, stride=8, padding=12) * 1024
+            cx = F.avg_pool2d(g * self.xs, 32, stride=8, padding=12) * 1024 / (area + 1e-6)
+            cy = F.avg_pool2d(g * self.ys, 32, stride=8, padding=12) * 1024 / (area + 1e-6)
+            side = torch.sqrt(area)
+            score = torch.sigmoid(30 * (p16 - 0.8))
+            return torch.cat([cx, cy, side, side, score], 1).flatten(2)
+
+    torch.onnx.export(BlobNet().eval(), (torch.zeros(1, 3, h, w),), str(path), input_names=["images"],
+                      output_names=["output0"], opset_version=17, dynamo=False,
+                      dynamic_axes={"images": {0: "batch"}, "output0": {0: "batch"}})  # fmt: skip
+    model = onnx.load(str(path))
+    for k, v in y9_metadata(["square"], imgsz, dynamic_batch=True, model="blob").items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = k, v
+    onnx.save(model, str(path))
+    return path
+
+
+def planted_squares(
+    hw: tuple[int, int], n: int, *, side: int = 24, seed: int = 0, gap: int = 48
+) -> tuple[np.ndarray, np.ndarray]:
+    """A dark noisy frame with ``n`` white squares of ``side`` px, at least ``gap`` px apart ->
+    (frame ndarray[H, W, 3] uint8, ground-truth boxes ndarray[n, 4] x1, y1, x2, y2)."""
+    rng = np.random.default_rng(seed)
+    frame = rng.integers(0, 12, (*hw, 3), dtype=np.uint8)
+    boxes: list[list[int]] = []
+    while len(boxes) < n:
+        x, y = int(rng.integers(0, hw[1] - side)), int(rng.integers(0, hw[0] - side))
+        if all(abs(x - b[0]) > side + gap or abs(y - b[1]) > side + gap for b in boxes):
+            boxes.append([x, y, x + side, y + side])
+            frame[y : y + side, x : x + side] = 255
+    return frame, np.array(boxes, np.float32)

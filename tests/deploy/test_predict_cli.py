@@ -65,7 +65,7 @@ def test_predict_folder_writes_outputs_equal_to_detector(tiny, source, tmp_path)
     assert "6 frames (3 images, 1 videos)" in res.output
     names = sorted(p.name for p in out.iterdir())
     assert names == ["000000000036.jpg", "000000000036_1.jpg", "000000000042.jpg", "clip.mp4",
-                     "predictions.csv", "predictions.json"]  # fmt: skip
+                     "predictions.csv", "predictions.json", "predictions.jsonl"]  # fmt: skip
     for p in IMAGES:
         annotated = cv2.imread(str(out / p.name))
         original = cv2.imread(str(p))

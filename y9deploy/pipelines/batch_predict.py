@@ -1,31 +1,51 @@
-"""Run a Detector over images, folders and videos; write annotated copies and JSON/CSV of the detections.
+"""Run a Detector over images, folders, videos, streams and cameras; results are never lost.
 
-``predict_source("photos/", "gs.onnx", save_dir="out")`` writes ``out/<image>.jpg`` (annotated),
-``out/<video>.mp4`` (annotated), ``out/predictions.json`` and ``out/predictions.csv`` and returns a
-``PredictSummary``. The ``y9 predict`` command is a thin wrapper around it.
+``predict_source("photos/", "gs.onnx", save_dir="out")`` writes, as it goes, ``out/predictions.jsonl`` (one JSON
+line per frame, flushed) and ``out/predictions.csv`` (one row per detection, flushed), annotated copies
+(``out/<image>.jpg``, ``out/<video>.mp4``), and at the end ``out/predictions.json`` built from the JSON lines. It
+returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
+
+- An unreadable image or video is skipped with a warning (``on_warning``) and listed in ``summary.skipped``.
+- A ``save_dir`` that is, or is inside, a source folder is refused (``check_save_dir``), and an output name
+  never resolves to an input file.
+- ``stop`` (a ``threading.Event``, set e.g. by a Ctrl-C handler) ends the run after the current frame;
+  everything done so far is on disk and ``summary.interrupted`` is True.
+- Videos, streams and cameras go through ``video.FrameReader`` (reader thread, ``latest``/``queue`` policy,
+  reconnects); ``batch`` frames at a time go through the Detector; ``tile`` runs sliced inference per frame.
 """
 
 from __future__ import annotations
 
-import csv
-import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import cv2
+import numpy as np
 
-from y9deploy.pipelines.video import VIDEO_SUFFIXES, VideoReader, is_stream_url
+from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
+from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
+from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
+from y9deploy.pipelines.video import (
+    IMAGE_SUFFIXES,
+    POLICIES,
+    VIDEO_SUFFIXES,
+    FrameReader,
+    ReconnectPolicy,
+    is_live,
+    open_capture,
+)
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
-CSV_HEADER = ["source", "frame", "class_id", "class_name", "confidence", "x1", "y1", "x2", "y2"]
+EXIT_OK, EXIT_SKIPPED, EXIT_INTERRUPTED = 0, 1, 130
 
 
 @dataclass
 class PredictSummary:
-    """What ``predict_source`` did."""
+    """What ``predict_source`` did. ``exit_code``: 0 every input was processed, 1 some were skipped
+    (``skipped`` says which and why), 130 the run was stopped (Ctrl-C) before the end."""
 
     images: int = 0
     videos: int = 0
@@ -34,8 +54,17 @@ class PredictSummary:
     seconds: float = 0.0
     save_dir: Path | None = None
     outputs: list[Path] = field(default_factory=list)  # annotated images and videos
+    jsonl_path: Path | None = None
     json_path: Path | None = None
     csv_path: Path | None = None
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    interrupted: bool = False
+    dropped: int = 0  # frames dropped by the ``latest`` policy
+    reconnects: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_INTERRUPTED if self.interrupted else EXIT_SKIPPED if self.skipped else EXIT_OK
 
 
 def collect_sources(source: str | Path) -> tuple[list[Path], list[str | Path]]:
@@ -46,7 +75,7 @@ def collect_sources(source: str | Path) -> tuple[list[Path], list[str | Path]]:
         image or video in it.
     """
     text = str(source)
-    if is_stream_url(text) or text.isdigit():
+    if is_live(text):
         return [], [text]
     path = Path(source)
     if not path.exists():
@@ -64,14 +93,37 @@ def collect_sources(source: str | Path) -> tuple[list[Path], list[str | Path]]:
     return images, videos
 
 
-def _unique(save_dir: Path, name: str, used: set[str]) -> Path:
+def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
+    """Refuse a save_dir that is, or is inside, the source folder (or that is the folder of a source file).
+
+    Raises:
+        ValueError: one sentence naming both folders.
+    """
+    if is_live(source):
+        return
+    src, out = Path(source).resolve(), Path(save_dir).resolve()
+    if src.is_dir() and (out == src or src in out.parents):
+        where = "is the source folder" if out == src else f"is inside the source folder {source}"
+        raise ValueError(f"--save-dir {save_dir} {where}; outputs there could overwrite or mix with the inputs. "
+                         f"Expected a folder outside {source}.")  # fmt: skip
+    if src.is_file() and out == src.parent:
+        raise ValueError(f"--save-dir {save_dir} is the folder that holds the input {source}; the annotated copy "
+                         "would replace it. Expected another folder.")  # fmt: skip
+
+
+def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
     stem, suffix = Path(name).stem, Path(name).suffix
     candidate, k = name, 1
-    while candidate in used:
+    while candidate in used or (save_dir / candidate).resolve() in inputs:
         candidate = f"{stem}_{k}{suffix}"
         k += 1
     used.add(candidate)
     return save_dir / candidate
+
+
+def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
 
 
 def predict_source(
@@ -82,122 +134,235 @@ def predict_source(
     conf: float = 0.25,
     iou: float = 0.45,
     max_det: int = 300,
-    classes: list[int] | None = None,
+    classes: list[int | str] | None = None,
+    class_conf: dict[str | int, float] | None = None,
     device: str | int | None = None,
     imgsz: int | None = None,
     vid_stride: int = 1,
     save_images: bool = True,
+    batch: int = 1,
+    tile: TileOptions | None = None,
+    policy: str | None = None,
+    reconnect: ReconnectPolicy | None = None,
+    max_frames: int | None = None,
+    final_json: bool = True,
+    jsonl_stream: IO[str] | None = None,
+    stop: threading.Event | None = None,
     on_start: Callable[[int | None], None] | None = None,
     on_frame: Callable[[str, int], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> PredictSummary:
-    """Detect objects in every image and video frame of ``source``.
+    """Detect objects in every image and video frame of ``source`` (module docstring).
 
     Args:
         source: an image, a video, a folder (recursive), a camera index or a stream URL.
         model: a model file for a new ``Detector``, or a ``Detector`` to use.
-        save_dir: where annotated outputs, ``predictions.json`` and ``predictions.csv`` go (None: nothing saved).
-        conf, iou, max_det, classes, device, imgsz: as ``Detector``.
-        vid_stride: process every n-th video frame.
-        save_images: write annotated images / videos (JSON and CSV are written whenever save_dir is set).
+        save_dir: where outputs go (None: nothing saved; ``jsonl_stream`` may still get the JSON lines).
+        conf, iou, max_det, device, imgsz: as ``Detector``.
+        classes: keep only these classes, by id or name. class_conf: per-class score thresholds by name or id
+            (the others keep ``conf``).
+        vid_stride: process every n-th frame of a video file.
+        save_images: write annotated images / videos.
+        batch: frames per Detector call. tile: sliced inference (``TileOptions``) instead of whole frames.
+        policy, reconnect: the ``FrameReader`` policy and back-off for videos and streams.
+        max_frames: stop each video or stream after this many frames.
+        final_json: build ``predictions.json`` from the JSON lines at the end.
+        jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
+        stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
-        on_frame: called after each image or frame with (source name, detections in it).
+        on_frame: called after each frame with (source name, detections in it). on_warning: skip/reconnect messages.
+    Raises:
+        FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
+        SourceError: a stream or camera (the only source) cannot be opened.
     """
-    from y9deploy.draw import draw_detections
-    from y9deploy.runtime.detector import Detector, read_image
+    from y9deploy.runtime.detector import Detector
 
+    if int(batch) < 1:
+        raise ValueError(f"batch={batch!r}; expected 1 or more frames per call.")
+    if policy is not None and policy not in POLICIES:
+        raise ValueError(f"policy={policy!r}; expected one of {', '.join(POLICIES)} (or None: by source).")
+    if int(vid_stride) < 1:
+        raise ValueError(f"vid_stride={vid_stride!r}; expected 1 (every frame) or more.")
+    warn = on_warning or (lambda msg: None)
+    stop = stop or threading.Event()
     images, videos = collect_sources(source)
     out_dir = Path(save_dir) if save_dir is not None else None
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    counts = []
-    for v in videos:  # opened once up front: a bad video fails before any work is done
-        with VideoReader(v, stride=vid_stride) as probe:
-            counts.append(probe.expected_frames)
-    total = None if any(c is None for c in counts) else len(images) + sum(counts)  # type: ignore[arg-type]
-    if on_start is not None:
-        on_start(total)
-    own = not hasattr(model, "predict")
-    det = (
-        Detector(model, device=device, conf=conf, iou=iou, max_det=max_det, classes=classes, imgsz=imgsz)
-        if own
-        else model
-    )
+        check_save_dir(out_dir, source)
     summary = PredictSummary(save_dir=out_dir)
-    records: list[dict[str, Any]] = []
-    used: set[str] = set()
-    t0 = time.perf_counter()
-
-    def record(name: str, frame_index: int | None, dets: Any) -> None:
-        records.append({"source": name, "frame": frame_index, **dets.to_dict()})
-        summary.frames += 1
-        summary.detections += len(dets)
-        if on_frame is not None:
-            on_frame(name, len(dets))
-
+    counts: list[int | None] = []
+    for v in list(videos):  # files probed up front: a bad one is skipped before any work
+        if is_live(v):
+            counts.append(None)
+            continue
+        try:
+            cap = open_capture(v)
+        except (OSError, ValueError) as exc:
+            summary.skipped.append((str(v), str(exc)))
+            warn(f"skipped {v}: {exc}")
+            videos.remove(v)
+            continue
+        n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        cap.release()
+        n = (n + vid_stride - 1) // vid_stride if n > 0 else 0
+        counts.append(min(n, max_frames) if max_frames is not None else n)
+    total = None if any(c is None for c in counts) else len(images) + sum(counts)  # type: ignore[arg-type]
+    own = not hasattr(model, "predict")
+    det = Detector(model, device=device, conf=conf, iou=iou, max_det=max_det, imgsz=imgsz) if own else model
     try:
-        for path in images:
-            frame = read_image(path)
-            dets = det.predict(frame)
-            record(str(path), None, dets)
-            summary.images += 1
-            if out_dir is not None and save_images:
-                out = _unique(out_dir, path.name, used)
-                cv2.imwrite(str(out), draw_detections(frame, dets))
-                summary.outputs.append(out)
-        for video in videos:
-            reader = VideoReader(video, stride=vid_stride)
-            writer = None
-            out = None
-            if out_dir is not None and save_images:
-                base = Path(str(video)).stem if not is_stream_url(str(video)) else "stream"
-                out = _unique(out_dir, f"{base}.mp4", used)
-            try:
-                for index, frame in reader:
-                    dets = det.predict(frame)
-                    record(str(video), index, dets)
-                    if out is not None:
-                        if writer is None:
-                            fps = reader.fps / reader.stride
-                            writer = cv2.VideoWriter(
-                                str(out),
-                                cv2.VideoWriter_fourcc(*"mp4v"),
-                                fps,
-                                (frame.shape[1], frame.shape[0]),
-                            )
-                        writer.write(draw_detections(frame, dets))
-            finally:
-                reader.close()
-                if writer is not None:
-                    writer.release()
-                    summary.outputs.append(out)  # type: ignore[arg-type]
-            summary.videos += 1
+        names = list(det.names)
+        overrides: dict[str, Any] = {}
+        ids = resolve_classes(classes, names)
+        if ids is not None:
+            overrides["classes"] = ids
+        if class_conf:
+            overrides["conf"] = class_thresholds(conf, class_conf, names)
+
+        def run(frames: list[np.ndarray]) -> list[Any]:
+            if tile is not None:
+                return [predict_tiled_with(det, f, tile, **overrides) for f in frames]
+            return det.predict(frames, **overrides)
+
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        writer = ResultsWriter(out_dir, stream=jsonl_stream)
+        summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
+        if on_start is not None:
+            on_start(total)
+        inputs = {Path(p).resolve() for p in images}
+        inputs |= {Path(str(v)).resolve() for v in videos if not is_live(v)}
+        session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
+                           warn, on_frame)  # fmt: skip
+        reading = dict(
+            policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
+        )
+        t0 = time.perf_counter()
+        try:
+            session.images(images)
+            for video in videos:
+                if stop.is_set():
+                    break
+                session.video(video, reading)
+        finally:
+            summary.interrupted = stop.is_set()
+            summary.seconds = time.perf_counter() - t0
+            writer.close()
+            if writer.jsonl_path is not None and final_json:
+                summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
+                                                     model=str(getattr(det, "path", model)), names=names,
+                                                     skipped=summary.skipped)  # fmt: skip
     finally:
         if own:
             det.close()
-    summary.seconds = time.perf_counter() - t0
-    if out_dir is not None:
-        summary.json_path = out_dir / "predictions.json"
-        names = records[0]["names"] if records else []
-        payload = {
-            "model": str(getattr(det, "path", model)),
-            "names": names,
-            "results": [{k: v for k, v in r.items() if k != "names"} for r in records],
-        }
-        summary.json_path.write_text(json.dumps(payload) + "\n", encoding="utf-8")
-        summary.csv_path = out_dir / "predictions.csv"
-        with summary.csv_path.open("w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(CSV_HEADER)
-            for r in records:
-                for d in r["detections"]:
-                    w.writerow(
-                        [
-                            r["source"],
-                            "" if r["frame"] is None else r["frame"],
-                            d["class_id"],
-                            d["class_name"],
-                            f"{d['confidence']:.5f}",
-                            *(f"{v:.2f}" for v in d["xyxy"]),
-                        ]
-                    )
     return summary
+
+
+@dataclass
+class _Session:
+    """The state one ``predict_source`` run shares between its images and videos."""
+
+    run: Callable[[list[np.ndarray]], list[Any]]  # frames -> Detections (whole frames or tiled)
+    writer: ResultsWriter
+    summary: PredictSummary
+    out_dir: Path | None  # annotated copies go here (None: none written)
+    inputs: set[Path]
+    stop: threading.Event
+    batch: int
+    warn: Callable[[str], None]
+    on_frame: Callable[[str, int], None] | None
+    used: set[str] = field(default_factory=set)
+
+    def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
+        self.writer.write(name, index, dets, **kw)
+        self.summary.frames += 1
+        self.summary.detections += len(dets)
+        if self.on_frame is not None:
+            self.on_frame(name, len(dets))
+
+    def skip(self, source: Any, exc: BaseException) -> None:
+        self.summary.skipped.append((str(source), str(exc)))
+        self.warn(f"skipped {source}: {exc}")
+
+    def images(self, images: list[Path]) -> None:
+        """Images ``batch`` at a time; an unreadable one is skipped."""
+        from y9deploy.draw import draw_detections
+        from y9deploy.runtime.detector import read_image
+
+        for chunk in _chunks(images, self.batch):
+            if self.stop.is_set():
+                return
+            frames, paths, read_ms = [], [], []
+            for path in chunk:
+                t = time.perf_counter()
+                try:
+                    frames.append(read_image(path))
+                except (OSError, ValueError) as exc:
+                    self.skip(path, exc)
+                    continue
+                paths.append(path)
+                read_ms.append((time.perf_counter() - t) * 1e3)
+            if not frames:
+                continue
+            t = time.perf_counter()
+            results = self.run(frames)
+            infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
+            for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
+                self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
+                self.summary.images += 1
+                if self.out_dir is not None:
+                    out = _unique(self.out_dir, path.name, self.used, self.inputs)
+                    cv2.imwrite(str(out), draw_detections(frame, dets))
+                    self.summary.outputs.append(out)
+
+    def video(self, video: str | Path, reading: dict[str, Any]) -> None:
+        """One video file, stream or camera through a ``FrameReader`` (``reading``: its options): the frames
+        ready at each step, up to ``batch``, go through the Detector together; one JSON line per frame."""
+        from y9deploy.draw import draw_detections
+
+        live = is_live(video)
+        try:
+            reader = FrameReader(video, **reading)
+        except (OSError, ValueError) as exc:
+            if live:
+                raise
+            self.skip(video, exc)
+            return
+        writer, out = None, None
+        if self.out_dir is not None:
+            name = f"{Path(str(video)).stem if not live else 'stream'}.mp4"
+            out = _unique(self.out_dir, name, self.used, self.inputs)
+        try:
+            while not self.stop.is_set():
+                first = reader.get(timeout=0.2)
+                if first is None:
+                    if reader.finished:  # get() has re-raised a reader error, if any
+                        break
+                    continue
+                frames = [first]
+                while len(frames) < self.batch and reader.ready():
+                    nxt = reader.get(timeout=0)
+                    if nxt is None:
+                        break
+                    frames.append(nxt)
+                t = time.perf_counter()
+                results = self.run([f.image for f in frames])
+                infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
+                for f, dets in zip(frames, results):
+                    latency = (time.time() - f.captured) * 1e3
+                    self.record(str(video), f.index, dets, captured=f.captured if live else None,
+                                timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency})  # fmt: skip
+                    if out is not None:
+                        if writer is None:
+                            h, w = f.image.shape[:2]
+                            fps = reader.fps / (1 if live else reader.stride)
+                            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+                        writer.write(draw_detections(f.image, dets))
+        finally:
+            reader.stop()
+            self.summary.dropped += reader.stats.dropped
+            self.summary.reconnects += reader.stats.reconnects
+            self.summary.skipped += reader.stats.skipped
+            if writer is not None:
+                writer.release()
+                self.summary.outputs.append(out)  # type: ignore[arg-type]
+        self.summary.videos += 1

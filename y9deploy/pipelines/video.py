@@ -1,60 +1,201 @@
-"""Reading frames from a video file, a camera or a stream URL, with frame skipping.
+"""Frames from video files, folders of frames, RTSP/HTTP streams and USB cameras, read in a thread.
 
-    for index, frame in VideoReader("line.mp4", stride=2):   # every second frame
-        dets = detector.predict(frame)
+    with FrameReader("rtsp://cam/stream") as frames:      # live source: policy "latest"
+        for f in frames:                                   # f.index, f.image, f.captured
+            dets = detector.predict(f.image)
 
-Skipped frames are grabbed but not decoded (``cv2.VideoCapture.grab``), so skipping is cheap.
+A ``FrameReader`` decodes in a background thread and hands frames over by one of two policies:
+
+- ``latest`` (default for streams and cameras): only the newest frame waits; when the consumer (the Detector)
+  is slower than the source, older frames are dropped (counted in ``stats.dropped``), so results stay current;
+- ``queue`` (default for files and folders): every frame is kept, in order; the reader waits when
+  ``queue_size`` frames are pending, so nothing is dropped and memory stays bounded.
+
+A live source that stops delivering frames (cut connection, camera unplugged) is reopened with exponential
+back-off (``ReconnectPolicy``); every attempt's reason is reported through ``on_event`` (default: the
+``y9deploy`` logger) with the URL named, and successful reconnects are counted in ``stats.reconnects``.
+Frame indices keep counting across reconnects. ``stop()`` (or leaving the ``with`` block) ends the thread.
+Opening sources (and the synchronous ``VideoReader`` for simple loops over a file) is in ``capture``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg", ".wmv", ".ts")
+from y9deploy.errors import SourceError
+from y9deploy.pipelines.capture import (  # noqa: F401 - re-exported: the public names of the video pipeline
+    DEFAULT_PORTS,
+    IMAGE_SUFFIXES,
+    VIDEO_SUFFIXES,
+    VideoReader,
+    is_camera,
+    is_live,
+    is_stream_url,
+    open_capture,
+    stream_unreachable_reason,
+)
+
+POLICIES = ("latest", "queue")
+log = logging.getLogger("y9deploy")
 
 
-def is_stream_url(source: str) -> bool:
-    return str(source).lower().startswith(("rtsp://", "rtmp://", "http://", "https://", "udp://", "tcp://"))
+@dataclass(frozen=True)
+class ReconnectPolicy:
+    """Back-off for reopening a lost live source: waits ``initial_s``, then ``factor`` times longer each
+    attempt up to ``max_s``; gives up after ``attempts`` failed attempts in a row (None: never)."""
+
+    attempts: int | None = 10
+    initial_s: float = 0.5
+    max_s: float = 10.0
+    factor: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts is not None and self.attempts < 0:
+            raise ValueError(
+                f"ReconnectPolicy.attempts={self.attempts}; expected 0 or more, or None (forever)."
+            )
+        if not (0 <= self.initial_s <= self.max_s) or self.factor < 1:
+            raise ValueError(
+                f"ReconnectPolicy(initial_s={self.initial_s}, max_s={self.max_s}, factor={self.factor}); "
+                "expected 0 <= initial_s <= max_s and factor >= 1."
+            )
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before attempt ``attempt`` (1, 2, ...)."""
+        return min(self.max_s, self.initial_s * self.factor ** (attempt - 1))
 
 
-class VideoReader:
-    """Iterate ``(frame_index, frame)`` over a video.
+@dataclass
+class Frame:
+    """One frame: ``index`` (position in the source; keeps counting across reconnects), ``image``
+    (ndarray[H, W, 3] uint8 BGR), ``captured`` (``time.time()`` when decoded), ``decode_ms``, ``name``
+    (the source, or the image file for a folder of frames)."""
+
+    index: int
+    image: np.ndarray
+    captured: float
+    decode_ms: float
+    name: str
+
+
+@dataclass
+class ReaderStats:
+    """Counters of a ``FrameReader``: frames ``read`` (decoded), ``dropped`` (``latest`` policy),
+    ``reconnects`` (successful), ``skipped`` (unreadable files of a folder: (path, reason)), ``events``
+    (every reconnect/skip message)."""
+
+    read: int = 0
+    dropped: int = 0
+    reconnects: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+
+class _Mailbox:
+    """Frames handed from the reader thread to the consumer by ``policy``."""
+
+    def __init__(self, policy: str, size: int) -> None:
+        self.policy, self.size = policy, size
+        self.items: deque[Frame] = deque()
+        self.cond = threading.Condition()
+        self.closed = False
+        self.dropped = 0
+
+    def put(self, item: Frame, stop: threading.Event) -> None:
+        with self.cond:
+            if self.policy == "latest":
+                while self.items:
+                    self.items.popleft()
+                    self.dropped += 1
+            else:
+                while len(self.items) >= self.size and not stop.is_set():
+                    self.cond.wait(0.05)
+            self.items.append(item)
+            self.cond.notify_all()
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def get(self, timeout: float | None = None) -> Frame | None:
+        """The next frame; None when the reader has finished (or after ``timeout`` without one)."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.items or self.closed, timeout):
+                return None
+            item = self.items.popleft() if self.items else None
+            self.cond.notify_all()
+            return item
+
+
+class FrameReader:
+    """Frames of a video file, a folder of frames, a stream URL or a camera, decoded in a thread.
 
     Args:
-        source: a video file, a camera index (int or "0"), or a stream URL (rtsp://...).
-        stride: decode every ``stride``-th frame (1: all); the index is the frame's position in the video.
-        max_frames: stop after this many decoded frames (None: until the end).
-    Raises:
-        FileNotFoundError: a file source does not exist. ValueError: OpenCV cannot open it, or stride < 1.
+        source: a video file, a folder of images (sorted by name), a stream URL (rtsp://, http://, ...) or a
+            camera index (int or "0").
+        policy: ``"latest"`` or ``"queue"`` (module docstring); None: latest for live sources, else queue.
+        stride: keep every ``stride``-th frame of a file or folder (live sources: every frame is read).
+        max_frames: stop after this many frames (None: until the end, or ``stop()``).
+        queue_size: frames pending at most with ``queue``.
+        reconnect: back-off for a lost live source.
+        timeout_s: open/read timeout for streams.
+        on_event: called with each reconnect / skip message (default: a warning on the ``y9deploy`` logger).
+    Raises (on construction, so a bad source fails before any work): FileNotFoundError, SourceError.
     """
 
-    def __init__(self, source: str | Path | int, *, stride: int = 1, max_frames: int | None = None) -> None:
-        if int(stride) < 1:
-            raise ValueError(f"stride={stride!r}; expected 1 (every frame) or more.")
-        self.stride = int(stride)
-        self.max_frames = max_frames
-        if isinstance(source, int) or (isinstance(source, str) and source.isdigit()):
-            target: str | int = int(source)
-        elif isinstance(source, str) and is_stream_url(source):
-            target = source
+    def __init__(
+        self,
+        source: str | Path | int,
+        *,
+        policy: str | None = None,
+        stride: int = 1,
+        max_frames: int | None = None,
+        queue_size: int = 32,
+        reconnect: ReconnectPolicy | None = None,
+        timeout_s: float = 5.0,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        policy = policy or ("latest" if is_live(source) else "queue")
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r}; expected one of {', '.join(POLICIES)}.")
+        if int(stride) < 1 or queue_size < 1:
+            raise ValueError(f"stride={stride!r}, queue_size={queue_size!r}; expected 1 or more.")
+        self.source, self.policy, self.stride, self.max_frames = source, policy, int(stride), max_frames
+        self.live = is_live(source)
+        self.reconnect = reconnect or ReconnectPolicy()
+        self.timeout_s = timeout_s
+        self.on_event = on_event or (lambda msg: log.warning(msg))
+        self.stats = ReaderStats()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._box = _Mailbox(policy, queue_size)
+        self._files: list[Path] | None = None
+        self._cap: cv2.VideoCapture | None = None
+        path = None if self.live else Path(str(source))
+        if path is not None and path.is_dir():
+            self._files = sorted(
+                p for p in path.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+            )
+            if not self._files:
+                raise SourceError(f"folder {path} holds no image file ({', '.join(IMAGE_SUFFIXES)}).")
+            self.fps, self.frame_count = 30.0, len(self._files)
         else:
-            path = Path(source)
-            if not path.is_file():
-                raise FileNotFoundError(f"video {path} does not exist.")
-            target = str(path)
-        self.source = source
-        self._cap = cv2.VideoCapture(target)
-        if not self._cap.isOpened():
-            raise ValueError(f"OpenCV could not open {source!r} as a video (unsupported codec or bad file).")
-        self.fps = float(self._cap.get(cv2.CAP_PROP_FPS) or 0.0) or 30.0
-        self.width = int(self._cap.get(cv2.CAP_PROP_FRAME_WIDTH))
-        self.height = int(self._cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
-        count = int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        self.frame_count = count if count > 0 else None
+            self._cap = open_capture(source, timeout_s=timeout_s)
+            self.fps = float(self._cap.get(cv2.CAP_PROP_FPS) or 0.0) or 30.0
+            count = int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
+            self.frame_count = count if count > 0 and not self.live else None
+        self._thread = threading.Thread(target=self._run, name=f"y9-reader:{source}", daemon=True)
+        self._thread.start()
 
     @property
     def expected_frames(self) -> int | None:
@@ -64,28 +205,128 @@ class VideoReader:
         n = (self.frame_count + self.stride - 1) // self.stride
         return min(n, self.max_frames) if self.max_frames is not None else n
 
-    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
-        index, yielded = 0, 0
-        while self.max_frames is None or yielded < self.max_frames:
-            if index % self.stride:
-                if not self._cap.grab():
-                    break
+    # ------------------------------------------------------------------ reader thread
+    def _event(self, message: str) -> None:
+        self.stats.events.append(message)
+        self.on_event(message)
+
+    def _deliver(self, index: int, image: np.ndarray, t0: float, name: str) -> bool:
+        """Hand one frame over; False when iteration must end (max_frames reached or stop)."""
+        self.stats.read += 1
+        self._box.put(Frame(index, image, time.time(), (time.perf_counter() - t0) * 1e3, name), self._stop)
+        done = self.max_frames is not None and self.stats.read >= self.max_frames
+        return not done and not self._stop.is_set()
+
+    def _run(self) -> None:
+        try:
+            if self._files is not None:
+                self._read_folder(self._files)
+            else:
+                self._read_capture()
+        except BaseException as exc:  # handed to the consumer, raised there
+            self.error = exc
+        finally:
+            if self._cap is not None:
+                self._cap.release()
+            self._box.close()
+
+    def _read_folder(self, files: list[Path]) -> None:
+        from y9deploy.runtime.detector import read_image
+
+        for index in range(0, len(files), self.stride):
+            t0 = time.perf_counter()
+            try:
+                image = read_image(files[index])
+            except (OSError, ValueError) as exc:
+                self.stats.skipped.append((str(files[index]), str(exc)))
+                self._event(f"skipped {files[index]}: {exc}")
+                continue
+            if not self._deliver(index, image, t0, str(files[index])):
+                return
+
+    def _read_capture(self) -> None:
+        index = 0
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            assert self._cap is not None
+            if not self.live and index % self.stride:
+                ok, image = self._cap.grab(), None
+            else:
+                ok, image = self._cap.read()
+                ok = ok and image is not None
+            if ok and image is not None and not self._deliver(index, image, t0, str(self.source)):
+                return
+            if ok:
                 index += 1
                 continue
-            ok, frame = self._cap.read()
-            if not ok or frame is None:
-                break
-            yield index, frame
-            yielded += 1
-            index += 1
-        self.close()
+            if not self.live or not self._reopen():
+                return
 
-    def close(self) -> None:
-        if self._cap is not None:
-            self._cap.release()
+    def _reopen(self) -> bool:
+        """Reopen a lost live source with back-off; False when stopped or out of attempts."""
+        assert self._cap is not None
+        self._cap.release()
+        self._event(f"lost {self.source}: no frame could be read (connection closed, or nothing within "
+                    f"{self.timeout_s:g} s); reconnecting")  # fmt: skip
+        attempt = 0
+        while self.reconnect.attempts is None or attempt < self.reconnect.attempts:
+            attempt += 1
+            if self._stop.wait(self.reconnect.delay(attempt)):
+                return False
+            try:
+                self._cap = open_capture(self.source, timeout_s=self.timeout_s)
+            except (SourceError, OSError) as exc:
+                self._event(f"reconnect attempt {attempt} to {self.source} failed: {exc}")
+                continue
+            self.stats.reconnects += 1
+            self._event(
+                f"reconnected to {self.source} (attempt {attempt}; reconnect {self.stats.reconnects})"
+            )
+            return True
+        raise SourceError(f"gave up on {self.source} after {attempt} failed reconnect attempts; see the "
+                          "messages above for the reasons.")  # fmt: skip
 
-    def __enter__(self) -> VideoReader:
+    # ------------------------------------------------------------------ consumer side
+    def get(self, timeout: float | None = None) -> Frame | None:
+        """The next frame (blocks); None at the end. Re-raises an error of the reader thread."""
+        item = self._box.get(timeout)
+        self.stats.dropped = self._box.dropped
+        if item is None and self._box.closed:
+            self._thread.join(1.0)
+            if self.error is not None:
+                err, self.error = self.error, None
+                raise err
+        return item
+
+    @property
+    def finished(self) -> bool:
+        """The reader thread has ended and every frame has been taken."""
+        return self._box.closed and not self._box.items
+
+    def ready(self) -> int:
+        """Frames waiting now."""
+        return len(self._box.items)
+
+    def __iter__(self) -> Iterator[Frame]:
+        while True:
+            item = self.get()
+            if item is None:
+                if self._box.closed:
+                    return
+                continue
+            yield item
+
+    def stop(self) -> None:
+        """Ask the thread to finish; returns once it has (at most the stream's read timeout)."""
+        self._stop.set()
+        self._box.close()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(self.timeout_s + 1)
+
+    close = stop
+
+    def __enter__(self) -> FrameReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.stop()
