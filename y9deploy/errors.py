@@ -21,3 +21,7 @@ class BackendUnavailableError(Y9Error, RuntimeError):
 
 class DataError(Y9Error, ValueError):
     """A dataset, data.yaml or label file is malformed."""
+
+
+class RulesFileError(Y9Error, ValueError):
+    """An inspection rules file is malformed: one sentence per mistake, each with file:line."""

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "predict",
     "bench",
     "doctor",
+    "inspect",
     "train",
 ]
 
