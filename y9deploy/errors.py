@@ -25,3 +25,7 @@ class DataError(Y9Error, ValueError):
 
 class RulesFileError(Y9Error, ValueError):
     """An inspection rules file is malformed: one sentence per mistake, each with file:line."""
+
+
+class ServingError(Y9Error, RuntimeError):
+    """A model server (Triton) cannot be reached, does not serve the model, or answered an error."""

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "bench",
     "doctor",
     "inspect",
+    "triton",
     "train",
 ]
 
