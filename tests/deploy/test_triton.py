@@ -75,9 +75,9 @@ def test_onnx_repository_config_matches_the_model(dyn_onnx, tmp_path):
     ]
     meta = json.loads(cfg.parameters[METADATA_KEY].string_value)
     props = {p.key: p.value for p in m.metadata_props}
-    assert json.loads(meta["names"]) == json.loads(props["names"]) == ["c0", "c1", "c2"]
-    assert json.loads(meta["imgsz"]) == [96, 128] and meta["letterbox"] == props["letterbox"]
-    assert json.loads((model_dir / "y9.json").read_text())["model_info"]["names"] == ["c0", "c1", "c2"]
+    assert meta["names"] == json.loads(props["names"]) == ["c0", "c1", "c2"]
+    assert meta["imgsz"] == [96, 128] and meta["letterbox"] == json.loads(props["letterbox"])
+    assert json.loads((model_dir / "y9.json").read_text())["names"] == ["c0", "c1", "c2"]
     # default max_batch for a dynamic ONNX batch; an existing model folder is not replaced silently
     with pytest.raises(ValueError, match="already exists; pass --overwrite"):
         write_triton_repo(dyn_onnx, tmp_path / "repo")
@@ -121,7 +121,9 @@ def test_engine_repository_config_matches_the_manifest(tmp_path):
         (3, model_config_pb2.ModelInstanceGroup.KIND_GPU)
     ]
     meta = json.loads(cfg.parameters[METADATA_KEY].string_value)
-    assert json.loads(meta["names"]) == ["a", "b", "c"] and json.loads(meta["imgsz"]) == m.imgsz == [64, 96]
+    assert (
+        meta["names"] == ["a", "b", "c"] and meta["imgsz"] == m.imgsz == [64, 96] and meta["model"] == "tiny"
+    )
     assert parse(write_triton_repo(engine, tmp_path / "r2", max_batch=2).config_path).max_batch_size == 2
     with pytest.raises(ValueError, match=r"--max-batch 16 is outside .*1:4:8; expected 1 to 8"):
         write_triton_repo(engine, tmp_path / "r3", max_batch=16)

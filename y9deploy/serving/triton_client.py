@@ -19,7 +19,7 @@ import numpy as np
 from y9deploy.errors import BackendUnavailableError, ServingError
 from y9deploy.runtime.backend import ModelInfo, batch_chunks, parse_metadata
 from y9deploy.runtime.options import PredictOptions, resolve_options
-from y9deploy.serving.triton_repo import METADATA_KEY
+from y9deploy.serving.triton_repo import METADATA_KEY, metadata_props
 
 PROTOCOLS = ("http", "grpc")
 _NUMPY = {"FP32": np.float32, "FP16": np.float16}
@@ -143,7 +143,7 @@ class TritonDetector:
                 f"{where} has no {METADATA_KEY} parameter in its config; write its repository with `y9 triton` "
                 "so that class names and the letterbox travel with it."
             )
-        self.info: ModelInfo = parse_metadata(json.loads(raw), where=where)
+        self.info: ModelInfo = parse_metadata(metadata_props(json.loads(raw)), where=where)
         self.names: list[str] = list(self.info.names)
         self.imgsz: tuple[int, int] = tuple(self.info.imgsz)  # type: ignore[assignment]
         inputs, outputs = config.get("input", []), config.get("output", [])

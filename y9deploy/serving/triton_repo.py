@@ -73,7 +73,7 @@ class ServedModel:
     outputs: list[TensorSpec]
     batch: tuple[int, int, int] | None  # engine profile (min, opt, max); None: ONNX dynamic batch
     static_batch: int | None  # the fixed batch of a static model
-    metadata: dict[str, str]  # ONNX metadata_props strings (parse_metadata reads them)
+    metadata: dict[str, Any]  # ModelInfo.to_dict()
     notes: list[str] = field(default_factory=list)
 
 
@@ -144,11 +144,17 @@ def _engine_model(path: Path) -> ServedModel:
 
 def _client_metadata(
     props: dict[str, str], path: Path, imgsz: tuple[int, int], nc: int | None
-) -> dict[str, str]:
-    """The model's own metadata strings (as ``parse_metadata`` reads them), with ``imgsz`` and ``names``
-    filled in, checked here so that the client cannot meet a bad one."""
-    info = parse_metadata(props, where=str(path), imgsz=imgsz, nc=nc)
-    return {**props, "imgsz": json.dumps(list(info.imgsz)), "names": json.dumps(info.names)}
+) -> dict[str, Any]:
+    """The model description (``ModelInfo.to_dict()``: names, imgsz, stride, letterbox, ...), parsed and checked
+    here from the file's metadata strings so that the client cannot meet a bad one."""
+    return parse_metadata(props, where=str(path), imgsz=imgsz, nc=nc).to_dict()
+
+
+def metadata_props(info: dict[str, Any]) -> dict[str, str]:
+    """``ModelInfo.to_dict()`` back to the metadata strings ``parse_metadata`` reads (JSON for structured
+    values, "1"/"0" for flags), as the client does with the ``y9_metadata`` parameter."""
+    return {k: v if isinstance(v, str) else ("1" if v else "0") if isinstance(v, bool) else json.dumps(v)
+            for k, v in info.items()}  # fmt: skip
 
 
 def _check_raw(path: Path, end2end: bool, inputs: list[TensorSpec]) -> None:
@@ -316,9 +322,7 @@ def write_triton_repo(
         (tmp / "1").mkdir()
         shutil.copyfile(served.path, tmp / "1" / file_name)
         (tmp / "config.pbtxt").write_text(text, encoding="utf-8")
-        info = parse_metadata(served.metadata, where=str(served.path)).to_dict()
-        sidecar = {"source": str(served.path), "platform": served.platform, "model_info": info,
-                   METADATA_KEY: served.metadata}  # fmt: skip
+        sidecar = {"source": str(served.path), "platform": served.platform, **served.metadata}
         (tmp / "y9.json").write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
         if model_dir.exists():
             shutil.rmtree(model_dir)
