@@ -262,3 +262,26 @@ def test_cli_bad_rules_file_exits_2_with_the_sentence(crafted, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert f"error: {bad}:3: rules[0].region 'nowhere' is not defined under regions:" in proc.stderr
     assert not (tmp_path / "a").exists()  # nothing inspected, no audit log started
+
+
+def test_the_guide_documents_this_test_set():
+    """docs/inspection.md's worked example is this file's RULES and CASES: the guide cannot drift."""
+    doc = (REPO / "docs" / "inspection.md").read_text()
+    block = doc.split("<!-- inspection-example-rules -->", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert block == RULES
+    table = (
+        doc.split("<!-- inspection-example-verdicts -->", 1)[1].strip().split("\n\n", 1)[0].splitlines()[2:]
+    )
+    documented = {cells[1].strip(): cells[3].strip() for cells in (row.split("|") for row in table)}
+    assert documented == {**{k: v[1] for k, v in CASES.items()}, "10_corrupt.png": "error"}
+
+
+def test_the_guides_bad_rules_file_gives_the_documented_sentences(tmp_path, monkeypatch):
+    doc = (REPO / "docs" / "inspection.md").read_text()
+    text = doc.split("<!-- inspection-bad-rules -->", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    out = doc.split("<!-- inspection-bad-rules-output -->", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "rules.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RulesFileError) as info:
+        load_rules("rules.yaml")
+    assert f"error: {info.value}\n" == out
