@@ -285,3 +285,22 @@ def test_the_guides_bad_rules_file_gives_the_documented_sentences(tmp_path, monk
     with pytest.raises(RulesFileError) as info:
         load_rules("rules.yaml")
     assert f"error: {info.value}\n" == out
+
+
+def test_a_run_stopped_half_way_keeps_the_verdicts_done(crafted, tmp_path):
+    from y9deploy.pipelines.inspection_run import run_inspection
+
+    seen = []
+
+    def stop_after_three(verdict):
+        seen.append(verdict.item)
+        if len(seen) == 3:
+            raise KeyboardInterrupt  # Ctrl-C between two items
+
+    with pytest.raises(KeyboardInterrupt):
+        run_inspection(crafted / "parts", crafted / "fixed.onnx", crafted / "rules.yaml", audit_dir=tmp_path,
+                       device="cpu", on_item=stop_after_three)  # fmt: skip
+    rows = list(csv.DictReader((tmp_path / "audit.csv").open()))
+    lines = [json.loads(s) for s in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [r["item"] for r in rows] == [r["item"] for r in lines] == seen
+    assert [r["verdict"] for r in rows] == ["pass", "fail", "pass"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import ModelFileError
+from y9deploy.errors import BackendUnavailableError, ModelFileError
 from y9deploy.runtime.backend import parse_metadata
 from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES
 
@@ -94,6 +94,12 @@ class TritonRepo:
 
 
 def _onnx_model(path: Path) -> ServedModel:
+    try:
+        import onnx  # noqa: F401 - inspect_onnx reads the graph with it
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            f"writing a Triton repository for {path.name} needs the onnx package to read the graph: pip install onnx."
+        ) from exc
     from y9deploy.engine.onnx_info import inspect_onnx
 
     info = inspect_onnx(path)
