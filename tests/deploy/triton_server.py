@@ -22,6 +22,7 @@ import socket
 import stat
 import subprocess
 import sys
+import sysconfig
 import time
 import urllib.request
 import zipfile
@@ -137,9 +138,9 @@ class TritonServer:
     def start(self, timeout: float = 90.0) -> TritonServer:
         server = self.unpacked / "pytriton" / "tritonserver"
         env = dict(os.environ)
-        env["LD_LIBRARY_PATH"] = ":".join(
-            filter(None, [str(self.unpacked / "libs"), env.get("LD_LIBRARY_PATH")])
-        )
+        # the server's bundled libraries, and this interpreter's libpython for the Python-backend stub
+        libs = [str(self.unpacked / "libs"), sysconfig.get_config_var("LIBDIR"), env.get("LD_LIBRARY_PATH")]
+        env["LD_LIBRARY_PATH"] = ":".join(filter(None, libs))
         env["PATH"] = f"{self.python_bin}:{env.get('PATH', '')}"  # the Python-backend stub's environment
         cmd = [
             str(server / "bin" / "tritonserver"), f"--model-repository={self.repository}",
