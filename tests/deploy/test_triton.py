@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
-from tests.deploy.fixed_onnx import fixed_boxes_onnx
+from tests.deploy.fixed_onnx import crafted_frame, fixed_boxes_onnx
 from tests.deploy.runtime_support import export_tiny_onnx
 from tests.deploy.triton_server import (
     TritonServer,
@@ -170,6 +170,11 @@ def test_triton_detector_equals_detector_on_a_real_server(server_dir, dyn_onnx, 
 
     repo = write_triton_repo(dyn_onnx, tmp_path / "repo", max_batch=4)
     as_python_backend(repo.model_dir)  # this server has no onnxruntime backend (see triton_server.py)
+    # a static-batch model with known detections: max_batch_size 0, one padded request per frame
+    fixed = fixed_boxes_onnx(tmp_path / "fixed.onnx", [[12, 40, 8, 8], [48, 40, 16, 16]], ["scratch", "screw"],
+                             dynamic_batch=False)  # fmt: skip
+    as_python_backend(write_triton_repo(fixed, tmp_path / "repo").model_dir)
+    crafted = [crafted_frame({(0, 0): 0.9}), crafted_frame({(1, 1): 0.6, (0, 0): 0.5}), crafted_frame({})]
     frames = [np.ascontiguousarray(np.asarray(__import__("cv2").imread(str(p)))) for p in IMAGES]
     frames.append(frames[0][100:400, 50:600].copy())  # a third size: another letterbox
     with Detector(dyn_onnx, device="cpu", conf=0.3) as det:
@@ -193,6 +198,12 @@ def test_triton_detector_equals_detector_on_a_real_server(server_dir, dyn_onnx, 
                 one = tdet.predict(str(IMAGES[1]), conf=0.6, classes=[1])
                 assert len(one) == len(want_override) and set(one.class_id.tolist()) <= {1}
                 np.testing.assert_allclose(one.xyxy, want_override.xyxy, atol=1e-3)
+        with TritonDetector(server.http_url, "fixed", conf=0.3) as tdet:
+            assert tdet.batch_range == (1, 1) and tdet.max_batch_size == 0
+            got = tdet.predict(crafted)
+        assert [g.class_names for g in got] == [["scratch"], ["screw", "scratch"], []]
+        np.testing.assert_allclose(got[1].xyxy, [[40, 32, 56, 48], [8, 36, 16, 44]])
+        np.testing.assert_allclose(got[1].confidence, [153 / 255, 128 / 255], rtol=1e-6)
         with pytest.raises(ServingError, match="does not have model 'nope' ready"):
             TritonDetector(server.http_url, "nope")
-    assert "successfully loaded 'tiny'" in server.log()
+    assert "successfully loaded 'tiny'" in server.log() and "successfully loaded 'fixed'" in server.log()
