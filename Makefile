@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.y9-installed
 # torch first, pinned to the CPU build that lies on the CI machines' disk; then the project with its extras.
 TORCH  ?= torch==2.13.0
-EXTRAS ?= export,train,trt-rtx,dev
+EXTRAS ?= export,train,trt-rtx,serve,dev
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup demo test lint clean
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check "$(TORCH)"
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[$(EXTRAS)]"
+	# A Triton server for tests/deploy/test_triton.py: nvidia-pytriton's wheel bundles tritonserver; it pins
+	# numpy<2, so it is only downloaded (never installed); tests/deploy/triton_server.py unpacks both wheels.
+	$(BIN)/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+		-d $(VENV)/wheels "nvidia-pytriton==0.7.0" "numpy==1.26.4"
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -20,6 +20,7 @@ _LAZY = {
     "benchmark": "y9deploy.bench",
     "BenchmarkResult": "y9deploy.bench",
     "Y9Error": "y9deploy.errors",
+    "TritonDetector": "y9deploy.serving.triton_client",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

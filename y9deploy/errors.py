@@ -29,3 +29,11 @@ class DetectorBusyError(Y9Error, RuntimeError):
 
 class SourceError(Y9Error, ValueError):
     """A video file, folder of frames, camera or stream cannot be opened or read (the reason is named)."""
+
+
+class RulesFileError(Y9Error, ValueError):
+    """An inspection rules file is malformed: one sentence per mistake, each with file:line."""
+
+
+class ServingError(Y9Error, RuntimeError):
+    """A model server (Triton) cannot be reached, does not serve the model, or answered an error."""

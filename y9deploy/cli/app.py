@@ -30,6 +30,8 @@ COMMAND_MODULES = [
     "predict",
     "bench",
     "doctor",
+    "inspect",
+    "triton",
     "train",
 ]
 

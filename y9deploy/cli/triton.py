@@ -1,0 +1,59 @@
+"""``y9 triton MODEL --out REPO``: a Triton model repository for an ONNX model or an engine (thin: parse, call
+write_triton_repo, print)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class InstanceKind(str, Enum):
+    auto = "auto"
+    gpu = "gpu"
+    cpu = "cpu"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("triton")
+    def triton_cmd(
+        model: Annotated[
+            Path, typer.Argument(help="ONNX model (y9 export) or TensorRT engine (with its .json).")
+        ],
+        out: Annotated[
+            Path, typer.Option("--out", "-o", help="Model repository folder (created if needed).")
+        ],
+        name: Annotated[
+            str | None, typer.Option("--name", help="Model name on the server (default: file stem).")
+        ] = None,
+        max_batch: Annotated[
+            int | None,
+            typer.Option(
+                "--max-batch", help="max_batch_size (default: the engine profile's max, or 8 for ONNX)."
+            ),
+        ] = None,
+        instances: Annotated[
+            int, typer.Option("--instances", min=1, help="Model instances (instance_group count).")
+        ] = 1,
+        kind: Annotated[
+            InstanceKind,
+            typer.Option("--kind", help="Where instances run: auto (GPU when present), gpu, cpu."),
+        ] = InstanceKind.auto,
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace REPO/NAME if it exists.")
+        ] = False,
+    ) -> None:
+        """Write REPO/NAME/config.pbtxt and REPO/NAME/1/model.onnx|model.plan for Triton Inference Server."""
+        from y9deploy.serving.triton_repo import write_triton_repo
+
+        repo = write_triton_repo(model, out, name=name, max_batch=max_batch, instances=instances,
+                                 kind=kind.value, overwrite=overwrite)  # fmt: skip
+        typer.echo(
+            f"wrote {repo.model_dir} ({repo.platform}, max_batch_size {repo.max_batch_size}, "
+            f"{repo.instances} instance{'s' if repo.instances > 1 else ''}): {repo.config_path}, {repo.model_file}"
+        )
+        for note in repo.notes:
+            typer.echo(f"note: {note}")
+        typer.echo(f"serve: tritonserver --model-repository={repo.root.resolve()}")

@@ -1,0 +1,364 @@
+"""The inspection rules file (YAML; the schema is documented in docs/inspection.md).
+
+    version: 1
+    thresholds:
+      default: {min_conf: 0.3}
+      scratch: {min_conf: 0.5, min_area: 20}
+    regions:
+      left:   {rect: [0, 20, 30, 64]}
+      corner: {polygon: [[32, 20], [64, 20], [64, 64]]}
+    rules:
+      - {name: no scratch on the left, region: left, classes: [scratch], max: 0}
+      - {name: one screw in the corner, region: corner, classes: [screw], min: 1, max: 1}
+
+``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
+sentence each, prefixed with ``file:line`` (PyYAML's node marks). Class names are checked against the model
+by ``RuleSet.bind(names)``, with the same ``file:line`` sentences.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from y9deploy.errors import RulesFileError
+from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
+from y9deploy.pipelines.regions import Region
+
+TOP_KEYS = ("version", "thresholds", "regions", "rules")
+THRESHOLD_KEYS = ("min_conf", "min_area", "min_width", "min_height")
+REGION_KEYS = ("rect", "polygon")
+RULE_KEYS = ("name", "region", "classes", "min", "max", "overlap")
+# the Detector's own default score threshold: what counts when the file sets no min_conf
+DEFAULT_THRESHOLD = ClassThreshold(min_conf=0.25)
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class named in the file (a name or an id) and the line it is on."""
+
+    value: str | int
+    line: int
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    name: str
+    region: str | None
+    classes: tuple[ClassRef, ...] | None
+    min_count: int
+    max_count: int | None
+    min_overlap: float | None
+    line: int
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A validated rules file; ``bind(names)`` resolves class names into ``(rules, thresholds)``."""
+
+    path: Path
+    default: ClassThreshold
+    per_class: dict[ClassRef, ClassThreshold]
+    regions: dict[str, Region]
+    rules: tuple[RuleSpec, ...]
+
+    def bind(self, names: list[str]) -> tuple[list[Rule], Thresholds]:
+        errors: list[str] = []
+
+        def resolve(ref: ClassRef) -> int | None:
+            if isinstance(ref.value, int):
+                if 0 <= ref.value < len(names):
+                    return ref.value
+                errors.append(
+                    f"{self.path}:{ref.line}: class id {ref.value} is not in the model; expected 0 to "
+                    f"{len(names) - 1}."
+                )
+                return None
+            if ref.value in names:
+                return names.index(ref.value)
+            close = difflib.get_close_matches(ref.value, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            errors.append(
+                f"{self.path}:{ref.line}: class {ref.value!r} is not one of the model's classes{hint}; expected "
+                f"one of {', '.join(names)}."
+            )
+            return None
+
+        per_class = {}
+        for ref, th in self.per_class.items():
+            cid = resolve(ref)
+            if cid is not None:
+                per_class[cid] = th
+        rules = []
+        for spec in self.rules:
+            ids = None if spec.classes is None else [resolve(r) for r in spec.classes]
+            rules.append((spec, ids))
+        if errors:
+            raise RulesFileError("\n".join(errors))
+        built = [
+            Rule(
+                s.name,
+                roi=None if s.region is None else self.regions[s.region],
+                classes=ids,
+                min_count=s.min_count,
+                max_count=s.max_count,
+                min_overlap=s.min_overlap,
+            )
+            for s, ids in rules
+        ]
+        return built, Thresholds.of(per_class, self.default)
+
+    @property
+    def lowest_conf(self) -> float:
+        return min([self.default.min_conf, *(t.min_conf for t in self.per_class.values())])
+
+
+class _Checker:
+    """Walks PyYAML nodes, converting values and collecting one sentence per mistake."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.errors: list[str] = []
+        self._loader = yaml.SafeLoader("")
+
+    def at(self, node: yaml.Node) -> str:
+        return f"{self.path}:{node.start_mark.line + 1}"
+
+    def error(self, node: yaml.Node, sentence: str) -> None:
+        self.errors.append(f"{self.at(node)}: {sentence}")
+
+    def value(self, node: yaml.Node) -> Any:
+        return self._loader.construct_object(node, deep=True)
+
+    def mapping(self, node: yaml.Node, what: str, allowed: tuple[str, ...] | None) -> dict[str, tuple]:
+        """A mapping node -> {key: (key_node, value_node)}; unknown or repeated keys are mistakes."""
+        if not isinstance(node, yaml.MappingNode):
+            self.error(node, f"{what} is {self.describe(node)}; expected a mapping (key: value lines).")
+            return {}
+        out: dict[str, tuple] = {}
+        for knode, vnode in node.value:
+            key = self.value(knode) if isinstance(knode, yaml.ScalarNode) else None
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                self.error(knode, f"{what} has the key {self.describe(knode)}; expected a name.")
+                continue
+            key = str(key) if allowed is not None else key
+            if key in out:
+                self.error(knode, f"{what} repeats the key {key!r}; each key may appear once.")
+                continue
+            if allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(str(key), allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                self.error(knode, f"{what} has the unknown key {key!r}{hint}; expected {', '.join(allowed)}.")
+                continue
+            out[key] = (knode, vnode)
+        return out
+
+    def describe(self, node: yaml.Node) -> str:
+        if isinstance(node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(node, yaml.SequenceNode):
+            return "a list"
+        v = self.value(node)
+        return "empty" if v is None else repr(v)
+
+    def number(
+        self, node: yaml.Node, what: str, lo: float | None, hi: float | None, integer: bool = False
+    ) -> Any:
+        v = self.value(node) if isinstance(node, yaml.ScalarNode) else None
+        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+        kind = "an integer" if integer else "a number"
+        rng = "" if lo is None else f" >= {lo:g}" if hi is None else f" in [{lo:g}, {hi:g}]"
+        bad = isinstance(v, bool) or not ok_type or v != v
+        if bad or (lo is not None and v < lo) or (hi is not None and v > hi):
+            self.error(node, f"{what} is {self.describe(node)}; expected {kind}{rng}.")
+            return None
+        return v
+
+    def text(self, node: yaml.Node, what: str) -> str | None:
+        v = self.value(node) if isinstance(node, yaml.ScalarNode) else None
+        if not isinstance(v, str) or not v.strip():
+            self.error(node, f"{what} is {self.describe(node)}; expected a non-empty name.")
+            return None
+        return v
+
+    def class_ref(self, node: yaml.Node, what: str) -> ClassRef | None:
+        v = self.value(node) if isinstance(node, yaml.ScalarNode) else None
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or (isinstance(v, int) and v < 0):
+            self.error(node, f"{what} is {self.describe(node)}; expected a class name or a class id >= 0.")
+            return None
+        return ClassRef(v, node.start_mark.line + 1)
+
+    def points(self, node: yaml.Node, what: str) -> list | None:
+        if not isinstance(node, yaml.SequenceNode):
+            self.error(node, f"{what} is {self.describe(node)}; expected a list of numbers.")
+            return None
+        return [self.number(n, f"{what}[{i}]", None, None) for i, n in enumerate(node.value)]
+
+
+def _threshold(c: _Checker, node: yaml.Node, what: str, base: ClassThreshold) -> ClassThreshold | None:
+    """A thresholds entry; the keys it leaves out keep ``base``'s values."""
+    keys = c.mapping(node, what, THRESHOLD_KEYS)
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    values = {}
+    for key, (_, vnode) in keys.items():
+        v = c.number(vnode, f"{what}.{key}", 0, 1.0 if key == "min_conf" else None)
+        if v is None:
+            return None
+        values[key] = float(v)
+    return replace(base, **values)
+
+
+def _region(c: _Checker, name: str, node: yaml.Node) -> Region | None:
+    what = f"regions.{name}"
+    start = len(c.errors)
+    keys = c.mapping(node, what, REGION_KEYS)
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    if len(keys) != 1:
+        if len(keys) == 2 or len(c.errors) == start:
+            c.error(node, f"{what} has {' and '.join(keys) or 'neither rect nor polygon'}; expected exactly one "
+                          "of rect: [x1, y1, x2, y2] or polygon: [[x, y], ...].")  # fmt: skip
+        return None
+    ((kind, (_, vnode)),) = keys.items()
+    if kind == "rect":
+        vals = c.points(vnode, f"{what}.rect")
+        if vals is None or None in vals:
+            return None
+        if len(vals) != 4 or not (vals[2] > vals[0] and vals[3] > vals[1]):
+            c.error(vnode, f"{what}.rect is {vals}; expected [x1, y1, x2, y2] with x2 > x1 and y2 > y1.")
+            return None
+        return Region(name, rect=tuple(vals))
+    if not isinstance(vnode, yaml.SequenceNode) or len(vnode.value) < 3:
+        got = f"{len(vnode.value)} points" if isinstance(vnode, yaml.SequenceNode) else c.describe(vnode)
+        c.error(vnode, f"{what}.polygon is {got}; expected a list of at least 3 [x, y] points.")
+        return None
+    pts = []
+    for i, pnode in enumerate(vnode.value):
+        xy = c.points(pnode, f"{what}.polygon[{i}]")
+        if xy is None or None in xy:
+            return None
+        if len(xy) != 2:
+            c.error(pnode, f"{what}.polygon[{i}] is {xy}; expected one [x, y] point.")
+            return None
+        pts.append(xy)
+    try:
+        return Region(name, polygon=np.asarray(pts, np.float64))
+    except ValueError:
+        c.error(vnode, f"{what}.polygon {pts} has zero area; expected the corners of a proper polygon.")
+        return None
+
+
+def _rule(c: _Checker, i: int, node: yaml.Node, regions: dict[str, Any]) -> RuleSpec | None:
+    what = f"rules[{i}]"
+    keys = c.mapping(node, what, RULE_KEYS)
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    start = len(c.errors)
+    name = c.text(keys["name"][1], f"{what}.name") if "name" in keys else None
+    if "name" not in keys:
+        c.error(node, f"{what} has no name:; expected a name (it is shown in the verdict's reasons).")
+    region = None
+    if "region" in keys:
+        rnode = keys["region"][1]
+        region = c.text(rnode, f"{what}.region")
+        if region is not None and region not in regions:
+            known = ", ".join(regions) or "none (the file has no regions:)"
+            c.error(rnode, f"{what}.region {region!r} is not defined under regions:; defined: {known}.")
+    classes = None
+    if "classes" in keys:
+        cnode = keys["classes"][1]
+        items = cnode.value if isinstance(cnode, yaml.SequenceNode) else [cnode]
+        if isinstance(cnode, yaml.SequenceNode) and not items:
+            c.error(cnode, f"{what}.classes is an empty list; leave it out to count every class.")
+        classes = tuple(c.class_ref(n, f"{what}.classes") for n in items)
+    lo = c.number(keys["min"][1], f"{what}.min", 0, None, integer=True) if "min" in keys else 0
+    hi = c.number(keys["max"][1], f"{what}.max", 0, None, integer=True) if "max" in keys else None
+    if "min" not in keys and "max" not in keys:
+        c.error(node, f"{what} has neither min nor max; expected a count rule such as max: 0 or min: 1.")
+    elif isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+        c.error(keys["min"][1], f"{what}.min {lo} is above max {hi}; no item could pass.")
+    overlap = None
+    if "overlap" in keys:
+        overlap = c.number(keys["overlap"][1], f"{what}.overlap", 0, 1)
+        if overlap == 0:
+            c.error(keys["overlap"][1], f"{what}.overlap is 0; expected a fraction in (0, 1].")
+        if "region" not in keys:
+            c.error(keys["overlap"][0], f"{what}.overlap needs a region: to overlap with.")
+    if len(c.errors) > start or (classes is not None and None in classes):
+        return None
+    return RuleSpec(name, region, classes, lo, hi, overlap, node.start_mark.line + 1)
+
+
+def load_rules(path: str | Path) -> RuleSet:
+    """Read and validate a rules file. Raises FileNotFoundError, or RulesFileError (every mistake, one
+    sentence each, with file:line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"rules file {path} does not exist." if not path.exists() else
+                                f"rules path {path} is not a file.")  # fmt: skip
+    c = _Checker(path)
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except UnicodeDecodeError as exc:
+        raise RulesFileError(
+            f"{path} is not a UTF-8 text file ({exc.reason}); expected a YAML rules file."
+        ) from exc
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise RulesFileError(f"{path}{line}: is not valid YAML ({exc.problem}).") from exc
+    if root is None:
+        raise RulesFileError(
+            f"{path} is empty; expected a mapping with a rules: list (see docs/inspection.md)."
+        )
+    top = c.mapping(root, "the file", TOP_KEYS)
+    if not isinstance(root, yaml.MappingNode):
+        raise RulesFileError("\n".join(c.errors))
+    if "version" in top and c.value(top["version"][1]) != 1:
+        c.error(top["version"][1], f"version is {c.describe(top['version'][1])}; expected 1.")
+    default, per_class = DEFAULT_THRESHOLD, {}
+    if "thresholds" in top:
+        entries = c.mapping(top["thresholds"][1], "thresholds", None)
+        if "default" in entries:
+            default = _threshold(c, entries["default"][1], "thresholds.default", default) or default
+        for key, (knode, vnode) in entries.items():
+            if key == "default":
+                continue
+            ref = c.class_ref(knode, "a thresholds key")
+            th = _threshold(c, vnode, f"thresholds.{key}", default)
+            if ref is not None and th is not None:
+                per_class[ref] = th
+    regions: dict[str, Any] = {}
+    if "regions" in top:
+        for key, (_, vnode) in c.mapping(top["regions"][1], "regions", None).items():
+            regions[str(key)] = _region(c, str(key), vnode)
+    specs: list[RuleSpec] = []
+    if "rules" not in top:
+        c.error(root, "the file has no rules: list; expected at least one rule (see docs/inspection.md).")
+    elif not isinstance(top["rules"][1], yaml.SequenceNode) or not top["rules"][1].value:
+        c.error(
+            top["rules"][1], f"rules is {c.describe(top['rules'][1])}; expected a list of at least one rule."
+        )
+    else:
+        seen: dict[str, int] = {}
+        for i, rnode in enumerate(top["rules"][1].value):
+            spec = _rule(c, i, rnode, regions)
+            if spec is None:
+                continue
+            if spec.name in seen:
+                c.error(rnode, f"rules[{i}].name {spec.name!r} repeats the rule on line {seen[spec.name]}; "
+                               "expected one name per rule.")  # fmt: skip
+                continue
+            seen[spec.name] = spec.line
+            specs.append(spec)
+    if c.errors:
+        raise RulesFileError("\n".join(c.errors))
+    return RuleSet(
+        path, default, per_class, {k: v for k, v in regions.items() if v is not None}, tuple(specs)
+    )

@@ -1,0 +1,198 @@
+"""Run inspection rules over images (one image = one item) with an audit log written as it goes.
+
+    summary = run_inspection("parts/", "model.onnx", "rules.yaml", audit_dir="runs/inspect")
+    summary.failed, summary.audit_csv, summary.audit_jsonl
+
+The audit log is two files in ``audit_dir``, appended to (never overwritten) and flushed after every item, so
+that a run stopped at any point keeps the verdicts of the items done:
+- ``audit.csv``: one row per item: time, run, item, verdict, reasons, counts (JSON), detections;
+- ``audit.jsonl``: one JSON object per item: the same, plus the counted detections and the rules/model files.
+An item that cannot be read gets the verdict ``error`` (with the reason) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from y9deploy.pipelines.inspection import inspect
+from y9deploy.pipelines.inspection_rules import load_rules
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+CSV_FIELDS = ("time", "run", "item", "verdict", "reasons", "counts", "detections")
+PASS, FAIL, ERROR = "pass", "fail", "error"
+
+
+@dataclass
+class ItemVerdict:
+    """The verdict on one item: ``pass``, ``fail`` (a rule did not hold) or ``error`` (unreadable)."""
+
+    item: str
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    detections: list[dict[str, Any]] = field(default_factory=list)  # those that met the thresholds
+    seconds: float = 0.0
+
+
+@dataclass
+class InspectionSummary:
+    run_id: str
+    items: int
+    passed: int
+    failed: int
+    errors: int
+    audit_csv: Path
+    audit_jsonl: Path
+    seconds: float
+
+    @property
+    def all_passed(self) -> bool:
+        return self.failed == 0 and self.errors == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["audit_csv"], d["audit_jsonl"] = str(self.audit_csv), str(self.audit_jsonl)
+        return d
+
+
+def list_items(source: str | Path) -> list[Path]:
+    """An image file, or a folder of images (recursive, sorted) -> the items to inspect."""
+    src = Path(source)
+    if not src.exists():
+        raise FileNotFoundError(f"source {src} does not exist; expected an image file or a folder of images.")
+    if src.is_file():
+        if src.suffix.lower() not in IMAGE_SUFFIXES:
+            raise ValueError(f"source {src} is not an image ({', '.join(IMAGE_SUFFIXES)}).")
+        return [src]
+    items = sorted(p for p in src.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    if not items:
+        raise ValueError(f"folder {src} holds no images ({', '.join(IMAGE_SUFFIXES)}); nothing to inspect.")
+    return items
+
+
+class AuditLog:
+    """``audit.csv`` and ``audit.jsonl`` in a folder, appended to and flushed after every item."""
+
+    def __init__(self, folder: str | Path, run_id: str, extra: dict[str, str] | None = None) -> None:
+        self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise NotADirectoryError(f"audit folder {self.folder} is a file; expected a folder.")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.csv_path = self.folder / "audit.csv"
+        self.jsonl_path = self.folder / "audit.jsonl"
+        self.run_id = run_id
+        self.extra = dict(extra or {})
+        new_csv = not self.csv_path.exists() or self.csv_path.stat().st_size == 0
+        self._csv_fh = open(self.csv_path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._jsonl_fh = open(self.jsonl_path, "a", encoding="utf-8")  # noqa: SIM115
+        self._csv = csv.writer(self._csv_fh)
+        if new_csv:
+            self._csv.writerow(CSV_FIELDS)
+            self._csv_fh.flush()
+
+    def write(self, v: ItemVerdict) -> None:
+        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        self._csv.writerow(
+            [
+                now,
+                self.run_id,
+                v.item,
+                v.verdict,
+                " | ".join(v.reasons),
+                json.dumps(v.counts),
+                len(v.detections),
+            ]
+        )
+        record = {"time": now, "run": self.run_id, **asdict(v), **self.extra}
+        self._jsonl_fh.write(json.dumps(record) + "\n")
+        for fh in (self._csv_fh, self._jsonl_fh):
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def close(self) -> None:
+        for fh in (self._csv_fh, self._jsonl_fh):
+            if not fh.closed:
+                fh.close()
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def run_inspection(
+    source: str | Path,
+    model: str | Path,
+    rules: str | Path,
+    *,
+    audit_dir: str | Path = "runs/inspect",
+    device: str | None = None,
+    iou: float = 0.45,
+    on_item: Callable[[ItemVerdict], None] | None = None,
+) -> InspectionSummary:
+    """Inspect every item of ``source`` with the rules file ``rules`` and the detector ``model``.
+
+    The rules file is read and checked (against the model's class names too) before any item is inspected; the
+    detector keeps every detection that the lowest per-class ``min_conf`` admits, and the thresholds of the
+    file decide per class.
+    Raises:
+        FileNotFoundError, RulesFileError, ModelFileError, ValueError: bad rules, model or source.
+    """
+    from y9deploy.runtime.detector import Detector, read_image
+
+    ruleset = load_rules(rules)
+    items = list_items(source)
+    audit_dir = Path(audit_dir)
+    if audit_dir.resolve() in {p.resolve() for p in items}:
+        raise ValueError(f"audit folder {audit_dir} is one of the input images; choose another --out.")
+    run_id = uuid.uuid4().hex[:12]
+    start = time.perf_counter()
+    counts = {PASS: 0, FAIL: 0, ERROR: 0}
+    # the Detector keeps scores > conf; the rules keep scores >= min_conf: one float step below keeps both equal
+    conf = float(np.nextafter(np.float32(ruleset.lowest_conf), np.float32(0)))
+    with Detector(model, device=device, conf=max(conf, 0.0), iou=iou) as det:
+        bound, thresholds = ruleset.bind(det.names)
+        extra = {"rules": str(rules), "model": str(model)}
+        with AuditLog(audit_dir, run_id, extra) as log:
+            for path in items:
+                t0 = time.perf_counter()
+                try:
+                    frame = read_image(path)
+                except (OSError, ValueError) as exc:
+                    verdict = ItemVerdict(str(path), ERROR, [str(exc)])
+                else:
+                    result = inspect(det.predict(frame), bound, thresholds)
+                    verdict = ItemVerdict(
+                        str(path),
+                        result.verdict,
+                        list(result.reasons),
+                        dict(result.counts),
+                        result.kept.to_dict()["detections"],
+                    )
+                verdict.seconds = round(time.perf_counter() - t0, 6)
+                log.write(verdict)
+                counts[verdict.verdict] += 1
+                if on_item is not None:
+                    on_item(verdict)
+    return InspectionSummary(
+        run_id,
+        len(items),
+        counts[PASS],
+        counts[FAIL],
+        counts[ERROR],
+        log.csv_path,
+        log.jsonl_path,
+        round(time.perf_counter() - start, 3),
+    )
