@@ -77,6 +77,7 @@ def world():
     image = sorted((coco8.parent / "images" / "val").iterdir())[0]
     shutil.copy(image, vd / "images" / "a.jpg")
     (vd / "annotations" / "a.txt").write_text("10,10,40,30,1,4,0,0\n")
+    (inputs / "rules.yaml").write_text("rules:\n  - name: at most nine\n    max: 9\n")
     for p in [inputs, *inputs.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     ro = base / "ro"
@@ -95,7 +96,7 @@ def world():
     with unprivileged(), pytest.raises(PermissionError):  # the read-only folder binds the unprivileged runs
         (ro / "probe").write_text("x")
     yield {"base": base, "ckpt": ckpt, "onnx": onnx, "data": coco8, "vd": vd, "ro": ro, "locked": locked,
-           "afile": afile, "cache": cache, "images": coco8.parent / "images" / "val"}  # fmt: skip
+           "afile": afile, "cache": cache, "rules": inputs / "rules.yaml", "images": coco8.parent / "images" / "val"}  # fmt: skip
     locked.chmod(0o755)
     ro.chmod(0o755)
     shutil.rmtree(base, ignore_errors=True)
@@ -127,6 +128,10 @@ CASES = [
     ("train", "train --data {data} " + TRAIN + " --project {afile}", "output under a file"),
     ("val", "val --data {data} --model {locked}/g.pt --imgsz 64 --device cpu --workers 0", "unreadable input"),
     ("val", "val --data {data} --model {afile}/g.pt --imgsz 64 --device cpu --workers 0", "input under a file"),
+    ("inspect", "inspect {images} --model {onnx} --rules {rules} --out {ro}/audit", "read-only output"),
+    ("inspect", "inspect {images} --model {onnx} --rules {rules} --out {afile}/audit", "output under a file"),
+    ("triton", "triton {onnx} --out {ro}/repo", "read-only output"),
+    ("triton", "triton {onnx} --out {afile}/repo", "output under a file"),
 ]  # fmt: skip
 
 
