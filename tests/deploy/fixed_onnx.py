@@ -29,6 +29,7 @@ def fixed_boxes_onnx(
     k, nc = len(boxes_cxcywh), len(names)
     h, w = hw
     assert 0 < k <= w and 0 < nc <= 3
+    anchors = sum((h // s) * (w // s) for s in (8, 16, 32))  # the raw head's anchor count at this size
     boxes = np.asarray(boxes_cxcywh, np.float32).T[None]  # [1, 4, K]
     inits = [
         numpy_helper.from_array(boxes, "boxes"),
@@ -40,6 +41,7 @@ def fixed_boxes_onnx(
         numpy_helper.from_array(np.array([1], np.int64), "c1"),
         numpy_helper.from_array(np.array([1], np.int64), "ax1"),
         numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array([0, 0, 0, 0, 0, anchors - k], np.int64), "pads"),
     ]
     nodes = [
         helper.make_node("Slice", ["images", "starts", "ends", "axes"], ["patch"]),  # [B, nc, 1, K]
@@ -47,12 +49,14 @@ def fixed_boxes_onnx(
         helper.make_node("Slice", ["scores", "c0", "c1", "ax1"], ["first"]),  # [B, 1, K]
         helper.make_node("Mul", ["first", "zero"], ["zeros"]),
         helper.make_node("Add", ["zeros", "boxes"], ["batch_boxes"]),  # [B, 4, K]
-        helper.make_node("Concat", ["batch_boxes", "scores"], ["output0"], axis=1),
+        helper.make_node("Concat", ["batch_boxes", "scores"], ["fixed"], axis=1),  # [B, 4 + nc, K]
+        # padded with score-0 anchors to the anchor count a raw head has at this input size
+        helper.make_node("Pad", ["fixed", "pads"], ["output0"], mode="constant"),
     ]
     b = "batch" if dynamic_batch else 1
     graph = helper.make_graph(
         nodes, "fixed_boxes", [helper.make_tensor_value_info("images", TensorProto.FLOAT, [b, 3, h, w])],
-        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [b, 4 + nc, k])], inits,
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [b, 4 + nc, anchors])], inits,
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8

@@ -131,7 +131,7 @@ class OnnxRuntimeBackend:
         self._outputs_gpu: dict[int, dict[str, Any]] = {}
         # One inference of a grey image: NaN/inf weights are refused at load, not as silent empty results.
         probe = probe_batch(self.batch_range, self.input_hw, self.input_dtype)
-        check_finite(str(self.path), self.infer(probe, PredictOptions().extras(self.extras)))
+        check_finite(str(self.path), self._run_host(probe, PredictOptions().extras(self.extras)))
 
     def _describe_io(self) -> None:
         where = str(self.path)
@@ -195,6 +195,10 @@ class OnnxRuntimeBackend:
             return self._infer_gpu(batch, extras)
         if is_torch_tensor(batch):
             batch = batch.numpy()
+        return self._run_host(batch, extras)
+
+    def _run_host(self, batch: np.ndarray, extras: dict[str, Any] | None) -> dict[str, Any]:
+        """One session run on host arrays (also the load-time probe, which is not an inference call)."""
         batch = np.ascontiguousarray(batch, dtype=self.input_dtype)
         feed = {self.input_name: batch, **self._extra_feed(extras)}
         values = self.session.run(self.output_names, feed)
