@@ -224,7 +224,7 @@ def placeholder_state_dict(obj: Placeholder, prefix: str = "") -> dict[str, torc
                 if value is None or (kind == "_buffers" and name in skip):
                     continue
                 if not isinstance(value, torch.Tensor):
-                    raise _refuse(f"holds {type(value).__name__} as {pre}{name}; expected a tensor")
+                    raise _refuse(f"holds {type(value).__name__} as weight {pre}{name}; expected a tensor")
                 out[pre + name] = value.detach()
         children = [(n, c) for n, c in _entries(state, "_modules", where) if c is not None]
         for name, child in reversed(children):
