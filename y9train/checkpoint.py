@@ -28,8 +28,8 @@ from torch import nn
 
 from y9deploy.errors import ModelFileError
 from y9train import __version__
-from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
+from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
 from y9train.official_pickle import Placeholder, UnsafePickleError, load_official, placeholder_state_dict
 
@@ -117,8 +117,16 @@ def _torch_load_weights_only(path: Path) -> Any:
 
 def _expect(ok: bool, path: Path, entry: str, value: Any, expected: str) -> None:
     if not ok:
-        shown = type(value).__name__ if not isinstance(value, (int, float, str)) else repr(value)[:60]
-        raise ModelFileError(f"{path}: entry {entry} is {shown}; expected {expected} (a damaged or hand-edited y9 checkpoint)")
+        shown = (
+            "missing"
+            if value is None
+            else repr(value)[:60]
+            if isinstance(value, (int, float, str))
+            else type(value).__name__
+        )
+        raise ModelFileError(
+            f"{path}: entry {entry} is {shown}; expected {expected} (a damaged or hand-edited y9 checkpoint)"
+        )
 
 
 def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
@@ -126,7 +134,9 @@ def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ModelFileError(f"{path}: is not a y9 checkpoint (no 'format: {FORMAT}' entry)")
     version = payload.get("version")
-    _expect(isinstance(version, int) and not isinstance(version, bool), path, "'version'", version, "an integer")
+    _expect(
+        isinstance(version, int) and not isinstance(version, bool), path, "'version'", version, "an integer"
+    )
     if version > VERSION:
         raise ModelFileError(
             f"{path}: is a y9 checkpoint of format version {version}; this y9 reads up to {VERSION}"
@@ -135,12 +145,20 @@ def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     _expect(isinstance(cfg, dict), path, "'config'", cfg, "a dict with name, nc and names")
     nc, names = cfg.get("nc"), cfg.get("names")
     _expect(isinstance(cfg.get("name"), str), path, "config.name", cfg.get("name"), "a model name")
-    _expect(isinstance(nc, int) and not isinstance(nc, bool) and nc > 0, path, "config.nc", nc, "a positive integer")
+    _expect(
+        isinstance(nc, int) and not isinstance(nc, bool) and nc > 0,
+        path,
+        "config.nc",
+        nc,
+        "a positive integer",
+    )
     _expect(
         isinstance(names, list) and len(names) == nc and all(isinstance(n, str) for n in names),
         path, "config.names", names, f"a list of {nc} class names",
     )  # fmt: skip
-    _expect(isinstance(cfg.get("fused", False), bool), path, "config.fused", cfg.get("fused"), "true or false")
+    _expect(
+        isinstance(cfg.get("fused", False), bool), path, "config.fused", cfg.get("fused"), "true or false"
+    )
     _expect(isinstance(cfg.get("arch", {}), dict), path, "config.arch", cfg.get("arch"), "a dict")
     sd = payload.get("model")
     _expect(
@@ -278,7 +296,9 @@ def _official_model(ckpt: Any, path: Path) -> tuple[Placeholder, str]:
                 "nothing was executed"
             )
         return obj, key
-    raise ModelFileError(f"{path}: has no 'model' entry holding a YOLOv9 model; it is not a checkpoint y9 knows")
+    raise ModelFileError(
+        f"{path}: has no 'model' entry holding a YOLOv9 model; it is not a checkpoint y9 knows"
+    )
 
 
 def load_checkpoint(path: str | Path) -> nn.Module:

@@ -60,7 +60,9 @@ def _refuse(what: str) -> UnsafePickleError:
 def _latin1_encode(text: Any, encoding: Any = "latin1", *rest: Any) -> bytes:
     """``_codecs.encode`` as pickle protocol 2 uses it for bytes: a str encoded as latin-1, nothing else."""
     if not isinstance(text, str) or encoding not in ("latin1", "latin-1") or rest:
-        raise _refuse(f"asks to call _codecs.encode on {type(text).__name__} with {encoding!r}, not a latin-1 str")
+        raise _refuse(
+            f"asks to call _codecs.encode on {type(text).__name__} with {encoding!r}, not a latin-1 str"
+        )
     return text.encode("latin-1")
 
 
@@ -86,7 +88,9 @@ def _np_scalar(dtype: Any, data: Any = None) -> Any:
     if not isinstance(dtype, np.dtype) or dtype.hasobject or dtype.kind == "V":
         raise _refuse(f"asks to build a numpy scalar of {type(dtype).__name__}; expected a plain numpy dtype")
     if not isinstance(data, bytes) or len(data) != dtype.itemsize:
-        raise _refuse(f"asks to build a numpy {dtype} scalar from {type(data).__name__}; expected {dtype.itemsize} bytes")
+        raise _refuse(
+            f"asks to build a numpy {dtype} scalar from {type(data).__name__}; expected {dtype.itemsize} bytes"
+        )
     return np.frombuffer(data, dtype=dtype)[0].copy()
 
 
@@ -218,7 +222,9 @@ def placeholder_state_dict(obj: Placeholder, prefix: str = "") -> dict[str, torc
         state = node.__dict__
         skip = state.get("_non_persistent_buffers_set") or set()
         if not isinstance(skip, (set, frozenset)):
-            raise _refuse(f"holds {type(skip).__name__} as {where}_non_persistent_buffers_set; expected a set")
+            raise _refuse(
+                f"holds {type(skip).__name__} as {where}_non_persistent_buffers_set; expected a set"
+            )
         for kind in ("_parameters", "_buffers"):
             for name, value in _entries(state, kind, where):
                 if value is None or (kind == "_buffers" and name in skip):

@@ -21,7 +21,6 @@ from typing import Any
 from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
 from y9train.trainer import Trainer, TrainResult
 
-
 DEFAULT_MODEL = "gelan-s"
 #: settings a resumed run keeps from its last.pt: giving them with --resume is refused
 RESUME_FIXED = ("data", "model", "imgsz", "hyp_file", "project", "name", "exist_ok", "save_dir")

@@ -83,7 +83,11 @@ def run_child(kill: str, args: list[str], env: dict[str, str], *, kill_after: fl
 
 def without_timing(history: list[dict]) -> list[dict]:
     return [
-        {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items() if k not in TIMING_KEYS}
+        {
+            k: None if isinstance(v, float) and math.isnan(v) else v
+            for k, v in row.items()
+            if k not in TIMING_KEYS
+        }
         for row in history
     ]
 
@@ -194,7 +198,9 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
     if history != reference.history:
         fail(f"the resumed run's {len(history)} epoch records differ from the uninterrupted run's")
     if best["meta"].get("epoch") != payload["meta"]["best_epoch"]:
-        fail(f"best.pt holds epoch {best['meta'].get('epoch')}, last.pt records best epoch {payload['meta']['best_epoch']}")
+        fail(
+            f"best.pt holds epoch {best['meta'].get('epoch')}, last.pt records best epoch {payload['meta']['best_epoch']}"
+        )
     if payload["meta"]["best_epoch"] != reference.best_epoch or not _same(best["model"], reference.best):
         fail("best.pt does not hold the uninterrupted run's best weights")
     if not _same(payload["model"], reference.ema):

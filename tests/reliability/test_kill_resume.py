@@ -51,8 +51,14 @@ def references(coco8, workdir, env):
     [
         ("replace:last:1", True),  # right after the first last.pt appears, before best.pt is written
         ("write:last:2", True),  # half of epoch 2's last.pt written to its temporary file
-        ("event:on_step_end:3", True),  # in the middle of the last epoch (trained, not yet validated or saved)
-        ("replace:last:3", False),  # right after the final last.pt appears: nothing left to train, best.pt missing
+        (
+            "event:on_step_end:3",
+            True,
+        ),  # in the middle of the last epoch (trained, not yet validated or saved)
+        (
+            "replace:last:3",
+            False,
+        ),  # right after the final last.pt appears: nothing left to train, best.pt missing
     ],
 )
 def test_a_killed_run_resumes_without_losing_anything(kill, val, references, workdir, env):
@@ -83,10 +89,12 @@ def test_resume_arguments_that_cannot_apply_are_refused(references, env, coco8):
         ({"overrides": ["imgsz=96", "epochs=4"]}, "imgsz="),
         ({"name": "other"}, "--name"),
     ]:
-        with pytest.raises(ValueError, match=f"cannot be given with it") as err:
+        with pytest.raises(ValueError, match="cannot be given with it") as err:
             train(resume=run, **kwargs)
         assert names in str(err.value) and str(run) in str(err.value)
-    with pytest.raises(ValueError, match=r"with epochs=2: 3 epochs are already done; expected epochs=3 or more"):
+    with pytest.raises(
+        ValueError, match=r"with epochs=2: 3 epochs are already done; expected epochs=3 or more"
+    ):
         train(resume=run, overrides=["epochs=2"], verbose=False)
     res = _train("--resume", str(run), "epochs=2", env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
@@ -94,8 +102,14 @@ def test_resume_arguments_that_cannot_apply_are_refused(references, env, coco8):
                                                "3 epochs are already done; expected epochs=3 or more (more than 3 "
                                                "to train further)."]  # fmt: skip
     res = _train("--resume", str(run), "--data", str(coco8), env=env)
-    assert res.returncode == 2 and "--data cannot be given with it" in res.stderr and "Traceback" not in res.stderr
-    res = _train("--resume", str(run), "--workers", "0", env=env)  # a finished run: nothing left, said plainly
+    assert (
+        res.returncode == 2
+        and "--data cannot be given with it" in res.stderr
+        and "Traceback" not in res.stderr
+    )
+    res = _train(
+        "--resume", str(run), "--workers", "0", env=env
+    )  # a finished run: nothing left, said plainly
     assert res.returncode == 0, res.stderr
     assert "all 3 epochs are done; nothing left to train" in res.stdout and "epoch 4/3" not in res.stdout
     assert (run / "weights" / "last.pt").read_bytes() == before

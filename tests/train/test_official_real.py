@@ -214,7 +214,9 @@ def _attacks(marker):
 
 
 @pytest.mark.parametrize("where", ["opt", "names", "scalar", "ordered_dict", "codecs", "parameter"])
-@pytest.mark.parametrize("attack", ["os.system", "builtins.eval", "builtins.exec", "numpy runstring", "numpy.load"])
+@pytest.mark.parametrize(
+    "attack", ["os.system", "builtins.eval", "builtins.exec", "numpy runstring", "numpy.load"]
+)
 def test_an_allowed_global_combined_with_any_other_call_is_refused_and_runs_nothing(
     tmp_path, official_classes, where, attack
 ):
@@ -246,7 +248,14 @@ def test_an_allowed_global_combined_with_any_other_call_is_refused_and_runs_noth
 def _raw_call(module: str, name: str, arg: str) -> bytes:
     """A protocol-2 pickle of ``module.name(arg)``, for names that do not exist anywhere."""
     data = arg.encode()
-    return b"\x80\x02c" + f"{module}\n{name}\n".encode() + b"X" + len(data).to_bytes(4, "little") + data + b"\x85R."
+    return (
+        b"\x80\x02c"
+        + f"{module}\n{name}\n".encode()
+        + b"X"
+        + len(data).to_bytes(4, "little")
+        + data
+        + b"\x85R."
+    )
 
 
 def _with_data_pkl(template, path, data: bytes):
@@ -298,7 +307,9 @@ def _malformed_cases(official_classes, tmp_path):
         "numpy dotted name": ("numpy", "dtype.__new__"),
         "_codecs.decode": ("_codecs", "decode"),
     }.items():
-        files[label] = _with_data_pkl(template, tmp_path / f"raw{len(files)}.pt", _raw_call(module, name, "x"))
+        files[label] = _with_data_pkl(
+            template, tmp_path / f"raw{len(files)}.pt", _raw_call(module, name, "x")
+        )
     unstripped = real(UNSTRIPPED).read_bytes()
     for frac in (0.5, 0.999):
         files[f"truncated at {frac}"] = tmp_path / f"cut{frac}.pt"
