@@ -194,7 +194,7 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
     cfg = payload["config"]
     check_finite(payload["model"], origin)
     try:
-        arch = validate(cfg["arch"], origin) if "arch" in cfg else None
+        arch = validate(cfg["arch"], "its architecture") if "arch" in cfg else None
         model = (
             YOLO(arch, nc=cfg["nc"], names=cfg["names"])
             if arch
@@ -204,11 +204,11 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
             from y9train.reparam import fuse
 
             fuse(model)
-        load_state_dict_checked(model, payload["model"], origin)
+        load_state_dict_checked(model, payload["model"], "the stored state dict")
     except ModelFileError:
         raise
     except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise ModelFileError(f"{origin}: its model cannot be rebuilt: {exc}") from None
+        raise ModelFileError(f"{origin}: its model cannot be rebuilt ({exc})") from None
     model.meta = dict(payload.get("meta", {}))
     return model.float().eval()
 
