@@ -77,7 +77,10 @@ def test_flipped_bytes_are_refused_by_every_entry_point(good, tmp_path, where):
     res = subprocess.run([sys.executable, "-m", "y9deploy.cli", "info", str(bad)], cwd=REPO, capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.strip().startswith(f"error: {bad}: is damaged") and len(res.stderr.strip().splitlines()) == 1
+    assert (
+        res.stderr.strip().startswith(f"error: {bad}: is damaged")
+        and len(res.stderr.strip().splitlines()) == 1
+    )
 
 
 def test_a_changed_tensor_in_a_rewritten_zip_fails_the_digest(good, tmp_path):
@@ -124,7 +127,9 @@ def test_nan_or_infinite_weights_are_refused_naming_the_tensor(model, tmp_path, 
 
 
 def test_nan_weights_in_an_official_state_dict_are_refused(tmp_path):
-    sd = placeholder_state_dict(load_official(shared_path("fixtures", "official", "gelan-t-converted-official-format.pt"))["model"])
+    sd = placeholder_state_dict(
+        load_official(shared_path("fixtures", "official", "gelan-t-converted-official-format.pt"))["model"]
+    )
     key = "model.2.cv1.conv.weight"
     sd[key] = sd[key].clone()
     sd[key].view(-1)[0] = float("nan")
@@ -188,7 +193,15 @@ def _train_state():
 
 @pytest.mark.parametrize(
     "change",
-    ["epoch=one", "no history", "history short", "rng a list", "optimizer None", "best_epoch True", "no step"],
+    [
+        "epoch=one",
+        "no history",
+        "history short",
+        "rng a list",
+        "optimizer None",
+        "best_epoch True",
+        "no step",
+    ],
 )
 def test_malformed_training_state_is_one_sentence(model, tmp_path, change):
     state = _train_state()
@@ -206,6 +219,6 @@ def test_malformed_training_state_is_one_sentence(model, tmp_path, change):
     path = save_checkpoint(model, tmp_path / "last.pt", train_state=state)
     with pytest.raises(ModelFileError) as err:
         read_train_state(path)
-    assert "(a damaged or hand-edited last.pt)" in _one_sentence(err.value, path) or "holds no training state" in str(
-        err.value
-    )
+    assert "(a damaged or hand-edited last.pt)" in _one_sentence(
+        err.value, path
+    ) or "holds no training state" in str(err.value)
