@@ -174,7 +174,8 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
             fail(f"results.csv records {len(rows)} finished epochs but there is no last.pt")
         result.outcome = "restarted"
         again = run_child("none", ["train", "--resume", str(run_dir), "--workers", "0"], env)
-        if again.returncode == 0 or "no weights/last.pt" not in again.stderr:
+        said = again.stderr.strip().splitlines()
+        if again.returncode != 2 or len(said) != 1 or "last.pt" not in said[0] or str(run_dir) not in said[0]:
             fail(f"resuming without a last.pt did not say so in one sentence: {again.stderr[-500:]}")
         result.seconds = time.perf_counter() - t0
         return result
