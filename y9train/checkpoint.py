@@ -3,7 +3,9 @@
 Own format (``save_checkpoint``): a plain dict of tensors, strings, numbers, lists and dicts, so that
 ``torch.load(path, weights_only=True)`` reads it:
 ``{"format": "y9-checkpoint", "version": 1, "config": {...}, "model": state_dict, "meta": {...},
-"train": {...} (optional training state)}``. Writes go to a temporary file, then an atomic rename.
+"train": {...} (optional training state), "digest": {"sha256": ..., "tensors": N}}``. Writes go to a temporary
+file, then an atomic rename. Reads check the zip CRCs, the digest (``y9train.checkpoint_integrity``; files
+written before it existed load without), every entry's type, and that the weights are finite.
 
 Official checkpoints pickle the official ``models.yolo.DetectionModel`` object. ``load_checkpoint`` reads
 them with a restricted unpickler (``y9train.official_pickle``) that turns the official classes into
@@ -26,9 +28,10 @@ from torch import nn
 
 from y9deploy.errors import ModelFileError
 from y9train import __version__
+from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
-from y9train.official_pickle import UnsafePickleError, load_official, placeholder_state_dict
+from y9train.official_pickle import Placeholder, UnsafePickleError, load_official, placeholder_state_dict
 
 FORMAT = "y9-checkpoint"
 VERSION = 1
@@ -88,6 +91,7 @@ def save_checkpoint(
     }
     if train_state is not None:
         payload["train"] = dict(train_state)
+    payload[DIGEST_KEY] = tensor_digest(payload)
     return atomic_torch_save(payload, path)
 
 
@@ -100,40 +104,111 @@ def _check_file(path: Path) -> None:
         raise ModelFileError(f"{path}: is empty; expected a .pt checkpoint (y9 or official YOLOv9)")
 
 
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """The raw payload of a y9 checkpoint (``weights_only=True``), e.g. for resuming training."""
-    path = Path(path)
-    _check_file(path)
+def _torch_load_weights_only(path: Path) -> Any:
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError, KeyError, TypeError) as exc:
         raise ModelFileError(
-            f"{path}: cannot be read as a y9 checkpoint ({type(exc).__name__}); the file may be truncated, "
-            "corrupt, or not a y9 checkpoint"
+            f"{path}: is truncated or corrupt ({type(exc).__name__}); expected a y9 or official YOLOv9 .pt checkpoint"
         ) from None
+
+
+def _expect(ok: bool, path: Path, entry: str, value: Any, expected: str) -> None:
+    if not ok:
+        shown = (
+            "missing"
+            if value is None
+            else repr(value)[:60]
+            if isinstance(value, (int, float, str))
+            else type(value).__name__
+        )
+        raise ModelFileError(
+            f"{path}: entry {entry} is {shown}; expected {expected} (a damaged or hand-edited y9 checkpoint)"
+        )
+
+
+def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
+    """A y9 payload whose entries have the types ``model_from_payload`` and resume rely on; digest verified."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ModelFileError(f"{path}: is not a y9 checkpoint (no 'format: {FORMAT}' entry)")
-    if int(payload.get("version", 0)) > VERSION:
+    version = payload.get("version")
+    _expect(
+        isinstance(version, int) and not isinstance(version, bool), path, "'version'", version, "an integer"
+    )
+    if version > VERSION:
         raise ModelFileError(
-            f"{path}: is a y9 checkpoint of format version {payload['version']}; this y9 reads up to {VERSION}"
+            f"{path}: is a y9 checkpoint of format version {version}; this y9 reads up to {VERSION}"
         )
+    cfg = payload.get("config")
+    _expect(isinstance(cfg, dict), path, "'config'", cfg, "a dict with name, nc and names")
+    nc, names = cfg.get("nc"), cfg.get("names")
+    _expect(isinstance(cfg.get("name"), str), path, "config.name", cfg.get("name"), "a model name")
+    _expect(
+        isinstance(nc, int) and not isinstance(nc, bool) and nc > 0,
+        path,
+        "config.nc",
+        nc,
+        "a positive integer",
+    )
+    _expect(
+        isinstance(names, list) and len(names) == nc and all(isinstance(n, str) for n in names),
+        path, "config.names", names, f"a list of {nc} class names",
+    )  # fmt: skip
+    _expect(
+        isinstance(cfg.get("fused", False), bool), path, "config.fused", cfg.get("fused"), "true or false"
+    )
+    _expect(isinstance(cfg.get("arch", {}), dict), path, "config.arch", cfg.get("arch"), "a dict")
+    sd = payload.get("model")
+    _expect(
+        isinstance(sd, dict) and bool(sd) and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in sd.items()),
+        path, "'model'", sd, "a non-empty dict of named tensors",
+    )  # fmt: skip
+    _expect(isinstance(payload.get("meta", {}), dict), path, "'meta'", payload.get("meta"), "a dict")
+    train = payload.get("train")
+    _expect(train is None or isinstance(train, dict), path, "'train'", train, "a dict of training state")
+    check_digest(payload, path)
     return payload
 
 
-def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
-    """Rebuild the model of a y9 checkpoint payload (float32, eval mode)."""
-    cfg = payload["config"]
-    arch = validate(cfg["arch"], origin) if "arch" in cfg else None
-    model = (
-        YOLO(arch, nc=cfg["nc"], names=cfg["names"])
-        if arch
-        else build_model(cfg["name"], cfg["nc"], cfg["names"])
-    )
-    if cfg.get("fused"):
-        from y9train.reparam import fuse
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The raw payload of a y9 checkpoint (``weights_only=True``), e.g. for resuming training.
 
-        fuse(model)
-    load_state_dict_checked(model, payload["model"], origin)
+    Zip CRCs, digest and entry types are checked: a damaged or malformed file is one ``ModelFileError``."""
+    path = Path(path)
+    _check_file(path)
+    check_zip_crc(path)
+    try:
+        payload = _torch_load_weights_only(path)
+    except pickle.UnpicklingError:
+        raise ModelFileError(
+            f"{path}: is not a y9 checkpoint (it holds pickled classes, e.g. an official YOLOv9 checkpoint); "
+            "expected a file written by y9"
+        ) from None
+    return _checked_payload(payload, path)
+
+
+def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
+    """Rebuild the model of a y9 checkpoint payload (float32, eval mode); refuses NaN / infinite weights."""
+    cfg = payload["config"]
+    check_finite(payload["model"], origin)
+    try:
+        arch = validate(cfg["arch"], "its architecture") if "arch" in cfg else None
+        model = (
+            YOLO(arch, nc=cfg["nc"], names=cfg["names"])
+            if arch
+            else build_model(cfg["name"], cfg["nc"], cfg["names"])
+        )
+        if cfg.get("fused"):
+            from y9train.reparam import fuse
+
+            fuse(model)
+        load_state_dict_checked(model, payload["model"], "the stored state dict")
+    except ModelFileError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ModelFileError(f"{origin}: its model cannot be rebuilt ({exc})") from None
     model.meta = dict(payload.get("meta", {}))
     return model.float().eval()
 
@@ -170,59 +245,92 @@ def identify_architecture(state_dict: Mapping[str, torch.Tensor]) -> tuple[str, 
     )
 
 
-def _from_state_dict(state_dict: Mapping[str, torch.Tensor], names: Any, origin: Path) -> YOLO:
+def _class_names(names: Any, nc: int, origin: Path) -> list[str] | None:
+    """An official model's ``names`` (a list, or a dict by class index) as a list; None: use the defaults."""
+    if names is None:
+        return None
+    if isinstance(names, dict):
+        if not all(isinstance(k, int) for k in names) or sorted(names) != list(range(len(names))):
+            raise ModelFileError(
+                f"{origin}: refused: the pickle holds class names keyed by {sorted(names, key=str)[:5]}; expected "
+                "the indices 0..n-1; nothing was executed"
+            )
+        names = [names[i] for i in sorted(names)]
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, (str, int)) for n in names):
+        raise ModelFileError(
+            f"{origin}: refused: the pickle holds {type(names).__name__} as the class names; expected a list or a "
+            "dict of names; nothing was executed"
+        )
+    names = [str(n) for n in names]
+    if len(names) != nc or names == [str(i) for i in range(nc)]:
+        return None  # the official default names are the class indices: use COCO's names for nc=80
+    return names
+
+
+def _from_state_dict(state_dict: Mapping[str, torch.Tensor], names: Any, origin: Path, weights: str) -> YOLO:
     try:
         name, nc = identify_architecture(state_dict)
     except ValueError as exc:
         raise ModelFileError(f"{origin}: {exc}") from None
-    if isinstance(names, dict):
-        names = [str(names[i]) for i in sorted(names)]
-    if not isinstance(names, (list, tuple)) or len(names) != nc or list(names) == [str(i) for i in range(nc)]:
-        names = None  # the official default names are the class indices: use COCO's names for nc=80
-    model = build_model(name, nc=nc, names=list(names) if names else None)
+    check_finite(state_dict, origin)
+    model = build_model(name, nc=nc, names=_class_names(names, nc, origin))
     load_state_dict_checked(model, state_dict, str(origin))
-    model.meta = {"source": "official", "file": origin.name}
+    model.meta = {"source": "official", "file": origin.name, "weights": weights}
     return model.float().eval()
+
+
+def _official_model(ckpt: Any, path: Path) -> tuple[Placeholder, str]:
+    """The pickled model of an official checkpoint: its EMA weights when present, else ``model``."""
+    if not isinstance(ckpt, dict):
+        raise ModelFileError(
+            f"{path}: refused: the pickle holds {type(ckpt).__name__}, not the dict of an official YOLOv9 "
+            "checkpoint; nothing was executed"
+        )
+    for key in ("ema", "model"):
+        obj = ckpt.get(key)
+        if obj is None:
+            continue
+        if not isinstance(obj, Placeholder):
+            raise ModelFileError(
+                f"{path}: refused: its '{key}' entry is {type(obj).__name__}; expected a pickled YOLOv9 model; "
+                "nothing was executed"
+            )
+        return obj, key
+    raise ModelFileError(
+        f"{path}: has no 'model' entry holding a YOLOv9 model; it is not a checkpoint y9 knows"
+    )
 
 
 def load_checkpoint(path: str | Path) -> nn.Module:
     """A model (float32, eval mode) from a y9 checkpoint or an official-format YOLOv9 checkpoint.
 
-    Official checkpoints (``yolov9-c.pt``, ``gelan-c.pt``, ``yolov9-s-converted.pt`` ...) are read without
-    the official code and without executing pickled code; the architecture is identified from the
-    weights' keys and shapes. A file asking to run anything else is refused.
+    Official checkpoints (``yolov9-c.pt``, ``gelan-c.pt``, ``yolov9-s-converted.pt``, and the ``last.pt`` /
+    ``best.pt`` the official training scripts write) are read without the official code and without executing
+    pickled code; their EMA weights are taken when present (``meta["weights"]`` says which), and the
+    architecture is identified from the weights' keys and shapes. A file asking to run anything else, or a
+    malformed one, is refused with one sentence.
     """
     path = Path(path)
     _check_file(path)
+    check_zip_crc(path)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        payload = _torch_load_weights_only(path)
     except pickle.UnpicklingError:
         payload = None  # holds pickled classes: an official checkpoint, or something unsafe
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise ModelFileError(
-            f"{path}: is truncated or corrupt ({type(exc).__name__}); expected a y9 or official YOLOv9 .pt checkpoint"
-        ) from None
     if isinstance(payload, dict) and payload.get("format") == FORMAT:
-        return model_from_payload(read_checkpoint(path), str(path))
+        return model_from_payload(_checked_payload(payload, path), str(path))
     if isinstance(payload, dict):  # a bare state dict, or {"model": state_dict}
         sd = payload.get("model", payload)
         if isinstance(sd, Mapping) and sd and all(isinstance(v, torch.Tensor) for v in sd.values()):
-            return _from_state_dict(sd, payload.get("names"), path)
+            return _from_state_dict(sd, payload.get("names"), path, "model")
     if payload is not None:
         raise ModelFileError(
             f"{path}: holds no model weights y9 recognises; expected a y9 or official YOLOv9 checkpoint"
         )
     try:
         ckpt = load_official(path)
+        obj, key = _official_model(ckpt, path)
+        state_dict = placeholder_state_dict(obj)
     except UnsafePickleError as exc:
         raise ModelFileError(f"{path}: refused: {exc}") from None
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise ModelFileError(
-            f"{path}: cannot be read ({type(exc).__name__}: {exc}); expected a y9 or official YOLOv9 checkpoint"
-        ) from None
-    obj = ckpt.get("ema") or ckpt.get("model") if isinstance(ckpt, dict) else None
-    if obj is None or not hasattr(obj, "_y9_qualname"):
-        raise ModelFileError(
-            f"{path}: has no 'model' entry holding a YOLOv9 model; it is not a checkpoint y9 knows"
-        )
-    return _from_state_dict(placeholder_state_dict(obj), getattr(obj, "names", None), path)
+    return _from_state_dict(state_dict, obj.__dict__.get("names"), path, key)

@@ -2,8 +2,9 @@
 (the same options as ``y9 train``).
 
 Precedence of settings: ``Hyp`` defaults < the ``hyp`` YAML file < explicit options < ``key=value`` overrides.
-Resuming (``resume="auto"``, a run folder or a last.pt) takes every setting from the checkpoint; only
-``device``, ``workers``, ``verbose`` and ``key=value`` overrides given with it apply.
+Resuming (``resume="auto"``, a run folder or a last.pt) takes every setting from the checkpoint; options and
+``key=value`` overrides given with it change those settings (e.g. ``epochs=10`` to train further), except what
+makes the run what it is: data, model, image size, hyp file and run folder (``RESUME_FIXED``), which are refused.
 
 Under torchrun (``WORLD_SIZE > 1`` in the environment) ``train`` imports ``y9train.distributed`` and trains one
 process of a DistributedDataParallel run (``batch`` is then the global batch); otherwise nothing distributed is
@@ -20,11 +21,15 @@ from typing import Any
 from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
 from y9train.trainer import Trainer, TrainResult
 
+DEFAULT_MODEL = "gelan-s"
+#: settings a resumed run keeps from its last.pt: giving them with --resume is refused
+RESUME_FIXED = ("data", "model", "imgsz", "hyp_file", "project", "name", "exist_ok", "save_dir")
+
 
 def build_config(
     *,
     data: str | Path,
-    model: str = "gelan-s",
+    model: str = DEFAULT_MODEL,
     hyp_file: str | Path | None = None,
     overrides: list[str] | dict[str, Any] | None = None,
     **options: Any,
@@ -77,9 +82,29 @@ def check_distributed_device(device: str | None, processes: int) -> None:
         )
 
 
+def resume_overrides(
+    resume: str | Path, explicit: dict[str, Any], overrides: list[str] | dict[str, Any] | None
+) -> dict[str, Any]:
+    """The settings a resumed run changes: ``key=value`` overrides and explicit options (None = not given).
+
+    One sentence naming them when any would change what makes the run (``RESUME_FIXED``)."""
+    extra = parse_overrides(overrides) if isinstance(overrides, (list, tuple)) else dict(overrides or {})
+    given = {k: v for k, v in explicit.items() if v is not None}
+    fixed = [f"--{k.replace('_file', '').replace('_', '-')}" for k in RESUME_FIXED if k in given]
+    fixed += [f"{k}=" for k in RESUME_FIXED if k in extra]
+    if fixed:
+        raise ValueError(
+            f"--resume {resume} continues a run with the data, model, image size, hyperparameter file and folder "
+            f"recorded in its last.pt, so {', '.join(fixed)} cannot be given with it; expected only options such "
+            "as --device, --workers, --epochs or key=value overrides (start a new run, or fine-tune with --model "
+            "path/to/last.pt)."
+        )
+    return {**given, **extra}
+
+
 def train(
     data: str | Path | None = None,
-    model: str = "gelan-s",
+    model: str | None = None,
     *,
     resume: str | Path | None = None,
     hyp_file: str | Path | None = None,
@@ -111,17 +136,17 @@ def _train(
     if resume:
         from y9train.train_state import resume_path
 
-        extra = parse_overrides(overrides) if isinstance(overrides, (list, tuple)) else dict(overrides or {})
-        for key in ("device", "workers", "verbose"):
-            if options.get(key) is not None:
-                extra[key] = options[key]
+        explicit = {"data": data, "model": model, "hyp_file": hyp_file, **options}
+        extra = resume_overrides(resume, explicit, overrides)
         trainer = Trainer.from_checkpoint(resume_path(resume), extra, hooks=hooks, callbacks=callbacks)
     else:
         if data is None:
             raise ValueError(
                 "no data given; expected --data path/to/data.yaml (or --resume to continue a run)."
             )
-        config = build_config(data=data, model=model, hyp_file=hyp_file, overrides=overrides, **options)
+        config = build_config(
+            data=data, model=model or DEFAULT_MODEL, hyp_file=hyp_file, overrides=overrides, **options
+        )
         trainer = Trainer(config, hooks=hooks, callbacks=callbacks)
     return trainer.fit()
 

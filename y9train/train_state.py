@@ -5,6 +5,11 @@ checkpoint's own ``"model"`` entry holds the EMA weights that get deployed), ``o
 ``ema_updates``, ``epoch`` (the last finished epoch), ``iteration`` (batches seen), ``step`` (optimiser steps),
 ``best_fitness``, ``best_epoch``, ``history`` (one dict of floats per finished epoch), ``config`` (the run's
 ``TrainConfig`` as a dict) and ``rng`` (torch, CUDA, numpy and python generator states as tensors and lists).
+
+After every epoch ``last.pt`` is written first, then (on a better fitness) ``best.pt``, each atomically. A kill
+between the two leaves the previous ``best.pt`` intact, and ``last.pt`` then records the new best epoch as its own
+epoch: its ``"model"`` entry holds exactly the weights ``best.pt`` was about to receive, so resuming re-creates
+``best.pt`` from it (``recover_best``). Resuming also removes the run's stale temporary files (``.last.pt.*.tmp``).
 """
 
 from __future__ import annotations
@@ -82,8 +87,24 @@ def resume_path(value: str | Path) -> Path:
     return path
 
 
+_STATE_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (dict,),
+    "optimizer": (dict,),
+    "ema_updates": (int,),
+    "epoch": (int,),
+    "iteration": (int,),
+    "step": (int,),
+    "best_fitness": (float, int),
+    "best_epoch": (int,),
+    "history": (list,),
+    "config": (dict,),
+    "rng": (dict,),
+}
+
+
 def read_train_state(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(payload, train_state)`` of a resumable checkpoint; one sentence when it holds no training state."""
+    """``(payload, train_state)`` of a resumable checkpoint; one sentence when it holds no training state or an
+    entry is missing or of the wrong type."""
     from y9train.checkpoint import read_checkpoint
 
     payload = read_checkpoint(path)
@@ -93,11 +114,80 @@ def read_train_state(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             f"{path}: holds no training state (best.pt and exported checkpoints do not); expected the last.pt "
             "of a y9 train run to resume (to fine-tune from it instead, pass it as --model)."
         )
+    for key, types in _STATE_TYPES.items():
+        value = state.get(key)
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise ModelFileError(
+                f"{path}: training state entry train.{key} is "
+                f"{'missing' if key not in state else type(value).__name__}; expected "
+                f"{' or '.join(t.__name__ for t in types)} (a damaged or hand-edited last.pt)."
+            )
+    if len(state["history"]) != state["epoch"] + 1 or not all(isinstance(r, dict) for r in state["history"]):
+        raise ModelFileError(
+            f"{path}: training state holds {len(state['history'])} epoch records for {state['epoch'] + 1} finished "
+            "epochs; expected one dict per finished epoch (a damaged or hand-edited last.pt)."
+        )
     return payload, state
 
 
+def check_resume_epochs(path: Path, epochs: int, state: dict[str, Any]) -> None:
+    """One sentence when a resumed run is asked for fewer epochs than it has already finished."""
+    done = int(state["epoch"]) + 1
+    if epochs < done:
+        raise ValueError(
+            f"cannot resume {path} with epochs={epochs}: {done} epochs are already done; expected epochs={done} "
+            f"or more (more than {done} to train further)."
+        )
+
+
+def remove_stale_temporaries(weights: Path) -> list[Path]:
+    """Delete the temporary files a killed checkpoint write left in ``weights`` (``.last.pt.*.tmp`` ...)."""
+    stale = sorted(weights.glob(".*.pt.*.tmp"))
+    for tmp in stale:
+        tmp.unlink(missing_ok=True)
+    return stale
+
+
+def recover_best(weights: Path, last: Path, payload: dict[str, Any], state: dict[str, Any]) -> str | None:
+    """Make ``best.pt`` hold the best epoch ``last.pt`` records; returns what was done (None: it already did).
+
+    When ``best.pt`` is missing, damaged or holds another epoch and the best epoch is ``last.pt``'s own (a kill
+    between the two writes), ``best.pt`` is re-created from ``last.pt``'s EMA weights; otherwise it cannot be, and
+    the returned sentence says so."""
+    from y9train.checkpoint import atomic_torch_save, read_checkpoint
+    from y9train.checkpoint_integrity import DIGEST_KEY, tensor_digest
+
+    if int(state["best_epoch"]) < 0:
+        return None
+    want = int(state["best_epoch"]) + 1
+    best = weights / "best.pt"
+    if not best.exists():
+        found = "is missing"
+    else:
+        try:
+            epoch = read_checkpoint(best).get("meta", {}).get("epoch")
+        except (ModelFileError, OSError) as exc:
+            epoch, found = None, f"cannot be read ({exc})"
+        else:
+            if epoch == want:
+                return None
+            found = f"holds epoch {epoch}"
+    if int(state["best_epoch"]) != int(state["epoch"]):
+        return (
+            f"{best} {found} and cannot be re-created: {last} records best epoch {want} but holds the weights of "
+            f"epoch {int(state['epoch']) + 1}; the run continues and writes best.pt at its next better fitness."
+        )
+    copy = {k: v for k, v in payload.items() if k not in ("train", DIGEST_KEY)}
+    copy[DIGEST_KEY] = tensor_digest(copy)
+    atomic_torch_save(copy, best)
+    return f"{best} {found}: re-created from {last}, which holds the weights of the best epoch {want}."
+
+
 def save_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> None:
-    """Write ``last.pt`` (EMA weights + training state) and, when ``improved``, ``best.pt`` (EMA weights only)."""
+    """Write ``last.pt`` (EMA weights + training state), then, when ``improved``, ``best.pt`` (EMA weights only).
+
+    This order never loses the previous best: until ``last.pt`` records the new best epoch, ``best.pt`` is the old
+    one, and once it does, ``last.pt`` holds the new best weights itself (``recover_best``)."""
     from y9train.checkpoint import save_checkpoint
 
     cfg = trainer.config
@@ -137,9 +227,16 @@ def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, A
     from y9train.optim import set_implementation
     from y9train.reporting import write_results_csv
 
-    trainer.model.load_state_dict(state["model"])
-    trainer.ema.load(payload["model"], state["ema_updates"])
-    trainer.optimizer.load_state_dict(state["optimizer"])
+    try:
+        trainer.model.load_state_dict(state["model"])
+        trainer.ema.load(payload["model"], state["ema_updates"])
+        trainer.optimizer.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise ModelFileError(
+            f"{path}: its training state does not fit the model it holds ({first}); expected the last.pt of an "
+            "unmodified y9 train run."
+        ) from None
     set_implementation(trainer.optimizer, trainer.device)
     if trainer.scaler is not None and state.get("scaler"):
         trainer.scaler.load_state_dict(state["scaler"])
@@ -150,5 +247,17 @@ def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, A
     if trainer.save_dir is not None:
         trainer.steps_log.truncate(trainer.iteration)
         write_results_csv(trainer.save_dir / "results.csv", trainer.history)
+        weights = trainer.save_dir / "weights"
+        for tmp in remove_stale_temporaries(weights):
+            trainer.reporter.info(f"removed {tmp}, left by an interrupted checkpoint write")
+        if (note := recover_best(weights, path, payload, state)) is not None:
+            trainer.reporter.warn(note)
     set_rng_state(state["rng"])
-    trainer.reporter.info(f"resuming {path} at epoch {trainer.start_epoch + 1}/{trainer.config.epochs}")
+    epochs = trainer.config.epochs
+    if trainer.start_epoch >= epochs:
+        trainer.reporter.info(
+            f"{path}: all {epochs} epochs are done; nothing left to train (resume with epochs=N, N > {epochs}, "
+            "to train further)"
+        )
+    else:
+        trainer.reporter.info(f"resuming {path} at epoch {trainer.start_epoch + 1}/{epochs}")

@@ -30,7 +30,7 @@ from y9train.hyp import TrainConfig, apply_overrides
 from y9train.optim import LRController, accumulation_steps, build_optimizer
 from y9train.reporting import Reporter, StepLog, write_results_csv
 from y9train.step_timer import StepTimer
-from y9train.train_state import read_train_state, restore_run, save_run
+from y9train.train_state import check_resume_epochs, read_train_state, restore_run, save_run
 
 _NAN = float("nan")
 
@@ -99,6 +99,7 @@ class Trainer:
         config = TrainConfig.from_dict(state["config"], f"{path} training options")
         if overrides:
             config = apply_overrides(config, overrides, "resume override")
+        check_resume_epochs(path, config.epochs, state)
         return cls(config, _resume=(path, payload, state), **kwargs)
 
     def add_callback(self, event: str, fn: Callable[[Trainer], None]) -> None:

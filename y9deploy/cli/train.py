@@ -57,9 +57,11 @@ def train_command(
     ] = None,
     data: Annotated[Path | None, typer.Option("--data", help="data.yaml (path, train, val, names).")] = None,
     model: Annotated[
-        str,
-        typer.Option("--model", help="A model name (gelan-t ... yolov9-e) or a checkpoint to start from."),
-    ] = "gelan-s",
+        str | None,
+        typer.Option(
+            "--model", help="A model name (gelan-t ... yolov9-e) or a checkpoint to start from (default gelan-s)."
+        ),
+    ] = None,
     imgsz: Annotated[
         int | None, typer.Option("--imgsz", help="Training size, pixels (multiple of 32).")
     ] = None,
@@ -77,7 +79,8 @@ def train_command(
         typer.Option(
             "--resume",
             help="Resume a run: `--resume` alone takes the newest under runs/train; `--resume PATH` a run folder or "
-            "its last.pt.",
+            "its last.pt. Its data, model, image size, hyp file and folder stay (giving them is refused); other "
+            "options and key=value overrides apply (e.g. epochs=10).",
         ),
     ] = False,
     hyp: Annotated[

@@ -1,0 +1,115 @@
+"""Kill a short coco8 CPU run (``y9 train`` in a subprocess, SIGKILL) at a handful of points, resume it, and check
+that nothing is lost (see kill_harness for the checks); the resume arguments that cannot apply are refused.
+
+The 50-point version of this is ``benchmarks/bench_kill_resume.py`` (result in docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, shared_path
+from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, reference_run
+
+
+@pytest.fixture(scope="module")
+def coco8():
+    return shared_path("datasets", "coco8", "data.yaml")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("kills")
+
+
+@pytest.fixture(scope="module")
+def env(workdir):
+    return child_env(workdir / "cache")
+
+
+@pytest.fixture(scope="module")
+def references(coco8, workdir, env):
+    """Uninterrupted runs, made once: with validation (best epoch 1 at these sizes) and without (best = latest)."""
+    made = {}
+
+    def get(val: bool):
+        if val not in made:
+            spec = RunSpec(coco8, val=val)
+            folder = workdir / f"ref-{'val' if val else 'noval'}"
+            folder.mkdir()
+            made[val] = (spec, reference_run(spec, folder, env), folder / "reference")
+        return made[val]
+
+    return get
+
+
+@pytest.mark.parametrize(
+    "kill, val",
+    [
+        ("replace:last:1", True),  # right after the first last.pt appears, before best.pt is written
+        ("write:last:2", True),  # half of epoch 2's last.pt written to its temporary file
+        (
+            "event:on_step_end:3",
+            True,
+        ),  # in the middle of the last epoch (trained, not yet validated or saved)
+        (
+            "replace:last:3",
+            False,
+        ),  # right after the final last.pt appears: nothing left to train, best.pt missing
+    ],
+)
+def test_a_killed_run_resumes_without_losing_anything(kill, val, references, workdir, env):
+    spec, reference, _ = references(val)
+    result = kill_and_resume(spec, workdir, kill.replace(":", "-"), kill, reference, env)
+    assert result.outcome == "resumed", result
+    assert result.ok, result.failures
+    if kill.startswith("replace:last"):
+        assert result.best_recreated  # best.pt was missing: re-created from last.pt
+    if kill.startswith("write"):
+        assert result.tmp_at_kill  # the kill left a temporary file; the resume removed it (checked in ok)
+
+
+def _train(*args, env):
+    return subprocess.run([sys.executable, "-m", "y9deploy.cli", "train", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def test_resume_arguments_that_cannot_apply_are_refused(references, env, coco8):
+    _, _, run = references(True)
+    before = (run / "weights" / "last.pt").read_bytes()
+    from y9train.train import train
+
+    for kwargs, names in [
+        ({"data": coco8}, "--data"),
+        ({"model": "gelan-s"}, "--model"),
+        ({"imgsz": 96}, "--imgsz"),
+        ({"overrides": ["imgsz=96", "epochs=4"]}, "imgsz="),
+        ({"name": "other"}, "--name"),
+    ]:
+        with pytest.raises(ValueError, match="cannot be given with it") as err:
+            train(resume=run, **kwargs)
+        assert names in str(err.value) and str(run) in str(err.value)
+    with pytest.raises(
+        ValueError, match=r"with epochs=2: 3 epochs are already done; expected epochs=3 or more"
+    ):
+        train(resume=run, overrides=["epochs=2"], verbose=False)
+    res = _train("--resume", str(run), "epochs=2", env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [f"error: cannot resume {run / 'weights' / 'last.pt'} with epochs=2: "
+                                               "3 epochs are already done; expected epochs=3 or more (more than 3 "
+                                               "to train further)."]  # fmt: skip
+    res = _train("--resume", str(run), "--data", str(coco8), env=env)
+    assert (
+        res.returncode == 2
+        and "--data cannot be given with it" in res.stderr
+        and "Traceback" not in res.stderr
+    )
+    res = _train(
+        "--resume", str(run), "--workers", "0", env=env
+    )  # a finished run: nothing left, said plainly
+    assert res.returncode == 0, res.stderr
+    assert "all 3 epochs are done; nothing left to train" in res.stdout and "epoch 4/3" not in res.stdout
+    assert (run / "weights" / "last.pt").read_bytes() == before
