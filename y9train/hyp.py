@@ -207,12 +207,16 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def amp_mode(self) -> str:
-        """The AMP mode of the run: ``amp`` when set explicitly, else the recipe's ``hyp.amp_dtype`` (when not
-        auto), else auto. ``y9train.run_setup.resolve_amp`` turns it into a dtype and a GradScaler decision."""
-        if self.amp == "auto" and self.hyp.amp_dtype != "auto":
-            return self.hyp.amp_dtype
-        return self.amp
+    def amp_mode(self, device_type: str) -> str:
+        """The AMP mode of the run on a ``device_type`` ("cuda", "cpu") device, decided here only: ``amp`` when
+        set explicitly (bf16 | fp16 | off); else (auto) off on CPU, the recipe's ``hyp.amp_dtype`` on a GPU when
+        it names one (the official recipe: fp16 with a GradScaler), else auto. ``y9train.run_setup.resolve_amp``
+        turns the mode into a dtype and a GradScaler decision."""
+        if self.amp != "auto":
+            return self.amp
+        if device_type != "cuda":
+            return "off"
+        return self.hyp.amp_dtype
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], origin: str = "training options") -> TrainConfig:

@@ -134,7 +134,7 @@ class Trainer:
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
         if cfg.val and hooks.is_main:
             require_metrics_backend()
-        self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(), self.device)
+        self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
         cuda = self.device.type == "cuda"
         self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
         if cuda:

@@ -8,8 +8,8 @@ The rule, step by step (each step is one function below):
    (what the official YOLOv9 assigner uses). The same overlap drives steps 4 and 5.
 3. ``select_topk``: each box keeps its ``topk`` candidates of highest ``align`` (ties: lowest anchor index);
    rule "y9" keeps only those with ``align > eps`` (1e-9), rule "official" has no threshold: every candidate
-   with a non-zero ``align`` may be kept (on a fresh model most ``align`` values are far below 1e-9, and after
-   the normalisation of step 5 they still get sizeable target scores).
+   with a non-zero ``align`` may be kept (on a fresh model most ``align`` values are far below 1e-9: those
+   positives get small, non-zero target scores in step 5, and the box and DFL terms act on them).
 4. conflicts, an anchor kept by several boxes: rule "y9" (``resolve_conflicts``) gives it to the box, among
    those that kept it, with the highest overlap with the anchor's prediction; rule "official"
    (``official_conflicts``) to the box of highest overlap among ALL boxes of the image, even one that did not
