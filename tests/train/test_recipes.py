@@ -321,3 +321,21 @@ def test_class_bias_prior_uses_bias_prior_imgsz(tmp_path, prior, imgsz):
             want = math.log(5 / 80 / (size / s) ** 2)
             assert torch.allclose(c[-1].bias[:80].double(), torch.full((80,), want, dtype=torch.float64))
             assert torch.all(b[-1].bias == 1.0)
+
+
+def test_y9_train_cli_takes_a_recipe_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from y9deploy.cli.app import app
+
+    data = coco_pair(tmp_path)
+    args = ["train", "--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "2",
+            "--workers", "0", "--no-val", "--device", "cpu", "--project", str(tmp_path), "--name", "run"]  # fmt: skip
+    res = CliRunner().invoke(app, [*args, "--hyp", "official", "warmup_min_iters=1"])
+    assert res.exit_code == 0, res.output
+    stored = read_checkpoint(tmp_path / "run" / "weights" / "last.pt")["train"]["config"]["hyp"]
+    assert {k: stored[k] for k in OFFICIAL_TRAINER} == {**OFFICIAL_TRAINER, "warmup_min_iters": 1}  # + override
+    res = CliRunner().invoke(app, [*args, "--hyp", "officail"])
+    assert res.exit_code != 0
+    message = res.output + str(res.exception or "")
+    assert "officail does not exist" in message and "recipe name (default, official)" in message
