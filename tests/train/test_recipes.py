@@ -334,7 +334,7 @@ def test_y9_train_cli_takes_a_recipe_name(tmp_path):
     res = CliRunner().invoke(app, [*args, "--hyp", "official", "warmup_min_iters=1"])
     assert res.exit_code == 0, res.output
     stored = read_checkpoint(tmp_path / "run" / "weights" / "last.pt")["train"]["config"]["hyp"]
-    assert {k: stored[k] for k in OFFICIAL_TRAINER} == {**OFFICIAL_TRAINER, "warmup_min_iters": 1}  # + override
+    assert {k: stored[k] for k in OFFICIAL_TRAINER} == {**OFFICIAL_TRAINER, "warmup_min_iters": 1}
     res = CliRunner().invoke(app, [*args, "--hyp", "officail"])
     assert res.exit_code != 0
     message = res.output + str(res.exception or "")
