@@ -5,8 +5,9 @@ memory) and scaled to [0, 1] there, forward under autocast (bf16, or fp16 with a
 backward; when ``y9train.optim.AccumulationRule`` says so (every ``round(nbs / batch)`` batches, ramping up during
 warmup with ``warmup_accumulate_ramp``; at an epoch's end a partial step, or with ``epoch_end: drop`` the pending
 gradients are zeroed): unscale, clip the grad norm, optimiser step, ``zero_grad(set_to_none=True)``, EMA update.
-``optimizer: auto`` is resolved once in ``setup`` (and stored in the run's config, so a resume keeps it). Losses and grad norms stay on the device: the
-host reads them every ``log_interval`` batches (one copy) and at the end of the epoch. After every epoch: the
+``optimizer: auto`` is resolved once in ``setup`` (and stored in the run's config, so a resume keeps it).
+Losses and grad norms stay on the device: the host reads them every ``log_interval`` batches (one copy) and at the
+end of the epoch. After every epoch: the
 EMA model is validated, ``last.pt`` (EMA weights + the full training state) and, on a better fitness, ``best.pt``
 are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
 fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
