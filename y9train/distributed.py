@@ -357,7 +357,7 @@ class DistributedHooks(TrainHooks):
     def _set_sync(self, trainer, batch: int) -> None:
         """Whether batch ``batch`` of the epoch ends an accumulation (the trainer's optimiser-step rule)."""
         if self.ddp is not None:
-            self.ddp.sync = (batch + 1) % trainer.accumulate == 0 or batch >= trainer.nb - 1
+            self.ddp.sync = trainer.will_step(batch)
 
     def _on_epoch_start(self, trainer) -> None:
         self._set_sync(trainer, 0)

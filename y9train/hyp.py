@@ -20,9 +20,16 @@ import yaml
 from y9train.data.augment import AUGMENT_RANGES, AugmentConfig
 from y9train.value_ranges import FRACTION, NON_NEGATIVE, POSITIVE, Range, check_ranges
 
-DEFAULT_HYP_PATH = Path(__file__).with_name("configs") / "hyp-default.yaml"
+CONFIGS_DIR = Path(__file__).with_name("configs")
+DEFAULT_HYP_PATH = CONFIGS_DIR / "hyp-default.yaml"
+#: recipe names ``resolve_hyp`` (``y9 train --hyp NAME``) accepts: ``configs/hyp-NAME.yaml``
+RECIPES = ("default", "official")
 
-OPTIMIZERS = ("sgd", "adamw")
+OPTIMIZERS = ("auto", "sgd", "adamw")
+ASSIGNERS = ("y9", "official")
+EPOCH_ENDS = ("step", "drop")
+LR_STEPS = ("batch", "epoch")
+AMP_DTYPES = ("auto", "bf16", "fp16")
 SCHEDULES = ("linear", "cosine", "cosine_restarts")
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 
@@ -51,6 +58,7 @@ HYP_RANGES: dict[str, Range] = {
     "label_smoothing": Range(0.0, 1.0, hi_open=True),
     "close_mosaic": Range(0.0, what="epochs"),
     "patience": Range(0.0, what="epochs"),
+    "bias_prior_imgsz": Range(0.0, what="pixels; 0 = the training size"),
     **{k: r for k, r in AUGMENT_RANGES.items() if k not in ("min_wh", "min_area_ratio", "max_aspect")},
 }
 
@@ -63,15 +71,24 @@ RUN_RANGES: dict[str, Range] = {
 
 @dataclass
 class Hyp:
-    """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults)."""
+    """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults).
+
+    The recipe switches (``docs/training.md``, "Recipes"; ``configs/hyp-official.yaml`` sets the official value of
+    each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
+    ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype`` and ``bias_prior_imgsz``.
+    """
 
     # optimiser
-    optimizer: str = "sgd"  # sgd (nesterov) | adamw
+    optimizer: str = "auto"  # auto (from the schedule length) | sgd (nesterov) | adamw
     lr0: float = 0.01  # initial learning rate
     lrf: float = 0.01  # final learning rate as a fraction of lr0 (linear, cosine)
     momentum: float = 0.937  # SGD momentum / AdamW beta1
     weight_decay: float = 0.0005  # on conv/linear weights only, scaled by batch * accumulate / nbs
-    nbs: int = 64  # nominal batch: gradients accumulate over ceil-ish(nbs / batch) batches per step
+    nbs: int = 64  # nominal batch: gradients accumulate over round(nbs / batch) batches per step
+    warmup_accumulate_ramp: bool = False  # during warmup, batches per step ramp from 1 to round(nbs / batch)
+    epoch_end: str = "step"  # step (a partial step at an epoch's end) | drop (zero the un-stepped gradients)
+    lr_step: str = "batch"  # batch (schedule at fractional epochs) | epoch (constant within an epoch)
+    amp_dtype: str = "auto"  # when TrainConfig.amp is auto: the recipe's autocast dtype, auto | bf16 | fp16
     # schedule (a function of fractional epochs, applied every step)
     schedule: str = "linear"  # linear | cosine | cosine_restarts
     t0: float = 10.0  # cosine_restarts: first cycle, epochs
@@ -88,23 +105,26 @@ class Hyp:
     # gradients
     clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)
     # loss
+    assigner: str = "y9"  # y9 | official (candidate and conflict rules, y9train.loss.assigner)
     box: float = 7.5
     cls: float = 0.5
     dfl: float = 1.5
     aux_weight: float = 0.25  # auxiliary branch of yolov9-* models
     label_smoothing: float = 0.0
     label_smoothing_decay: bool = False  # decay linearly to 0 over the run
+    # model
+    bias_prior_imgsz: int = 0  # image size of the class-bias prior of a fresh head; 0 = the training size
     # schedule of the run
-    close_mosaic: int = 15  # mosaic off for the last N epochs
+    close_mosaic: int = 10  # mosaic off for the last N epochs
     patience: int = 100  # early stopping: epochs without a better fitness
     multi_scale: bool = False
-    # augmentation: the defaults are AugmentConfig's (one source of truth)
+    # augmentation: AugmentConfig's defaults (the official values) except scale and mixup (the measured recipe)
     mosaic: float = AugmentConfig.mosaic
-    mixup: float = AugmentConfig.mixup
+    mixup: float = 0.0
     copy_paste: float = AugmentConfig.copy_paste
     degrees: float = AugmentConfig.degrees
     translate: float = AugmentConfig.translate
-    scale: float = AugmentConfig.scale
+    scale: float = 0.5
     shear: float = AugmentConfig.shear
     hsv_h: float = AugmentConfig.hsv_h
     hsv_s: float = AugmentConfig.hsv_s
@@ -115,6 +135,10 @@ class Hyp:
     def __post_init__(self) -> None:
         _check_choice("optimizer", self.optimizer, OPTIMIZERS)
         _check_choice("schedule", self.schedule, SCHEDULES)
+        _check_choice("assigner", self.assigner, ASSIGNERS)
+        _check_choice("epoch_end", self.epoch_end, EPOCH_ENDS)
+        _check_choice("lr_step", self.lr_step, LR_STEPS)
+        _check_choice("amp_dtype", self.amp_dtype, AMP_DTYPES)
         check_ranges(self, HYP_RANGES)
 
     def to_dict(self) -> dict[str, Any]:
@@ -183,6 +207,17 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def amp_mode(self, device_type: str) -> str:
+        """The AMP mode of the run on a ``device_type`` ("cuda", "cpu") device, decided here only: ``amp`` when
+        set explicitly (bf16 | fp16 | off); else (auto) off on CPU, the recipe's ``hyp.amp_dtype`` on a GPU when
+        it names one (the official recipe: fp16 with a GradScaler), else auto. ``y9train.run_setup.resolve_amp``
+        turns the mode into a dtype and a GradScaler decision."""
+        if self.amp != "auto":
+            return self.amp
+        if device_type != "cuda":
+            return "off"
+        return self.hyp.amp_dtype
+
     @classmethod
     def from_dict(cls, values: dict[str, Any], origin: str = "training options") -> TrainConfig:
         values = dict(values)
@@ -244,7 +279,8 @@ def read_hyp_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(
-            f"hyperparameter file {path} does not exist; expected a YAML file of key: value."
+            f"hyperparameter file {path} does not exist; expected a YAML file of key: value "
+            f"or a recipe name ({', '.join(RECIPES)})."
         )
     try:
         raw = yaml.safe_load(path.read_text()) or {}
@@ -257,8 +293,21 @@ def read_hyp_yaml(path: str | Path) -> dict[str, Any]:
     return raw
 
 
+def resolve_hyp(name_or_path: str | Path | None) -> Path:
+    """The hyperparameter file ``y9 train --hyp`` means (the one place that decides): a recipe name (``default``,
+    ``official``: the bundled ``configs/hyp-NAME.yaml``), else a path to a YAML file; None is the default recipe."""
+    if name_or_path is None:
+        return DEFAULT_HYP_PATH
+    text = str(name_or_path)
+    if text in RECIPES:
+        return CONFIGS_DIR / f"hyp-{text}.yaml"
+    return Path(name_or_path)
+
+
 def load_hyp(path: str | Path | None = None) -> Hyp:
-    """Hyperparameters of ``path`` on top of the defaults (keys missing from the file keep their default)."""
+    """Hyperparameters of ``path`` (a file, or a recipe name: see ``resolve_hyp``) on top of the defaults (keys
+    missing from the file keep their default)."""
+    path = resolve_hyp(path) if path is not None else None
     raw = read_hyp_yaml(path) if path is not None else {}
     return Hyp.from_dict(raw, f"hyperparameter file {path}" if path else "hyperparameters")
 

@@ -11,14 +11,26 @@ of ``lr0``; the trainer evaluates them every step, so resuming needs no schedule
 - ``cosine``: ``lrf + (1 - lrf) * (1 + cos(pi * t / E)) / 2`` (torch's CosineAnnealingLR with eta_min = lrf * lr0);
 - ``cosine_restarts``: cosine from 1 to ``eta_min`` over cycles of ``t0``, ``t0 * t_mult``, ... epochs
   (torch's CosineAnnealingWarmRestarts, with eta_min as a fraction of lr0).
+With ``lr_step: epoch`` (the official trainer) the schedule is evaluated at the epoch's start ``floor(t)`` only:
+constant within an epoch.
 Warmup (batch ``ni < nw``): each group's lr goes linearly from its start (0, or ``warmup_bias_lr`` for biases) to
 ``lr0 * schedule(t)``, and momentum from ``warmup_momentum`` to ``momentum``.
+
+``optimizer: auto`` is resolved once, before the optimiser is built (``resolve_optimizer``): planned optimiser
+steps ``epochs * ceil(train_images / max(batch, nbs))``; below ``AUTO_SGD_STEPS`` AdamW with lr0 0.001, beta1 0.9
+and warmup_bias_lr 0, otherwise SGD with the recipe's lr0 / momentum / warmup_bias_lr.
+
+Accumulation (``AccumulationRule``): an optimiser step happens when the batches since the last step
+(``ni - last_opt_step``, counted across epochs) reach ``accumulate(ni)``: ``round(nbs / batch)`` (at least 1), or
+with ``warmup_accumulate_ramp`` during warmup ``max(1, round(interp(ni, [0, nw], [1, nbs / batch])))``. At an
+epoch's end ``epoch_end: step`` takes a step over the pending batches, ``drop`` zeroes their gradients (the
+counter keeps running, as the official trainer's ``last_opt_step`` does).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -51,8 +63,42 @@ def accumulation_steps(hyp: Hyp, batch: int) -> int:
     return max(round(hyp.nbs / batch), 1)
 
 
+#: ``optimizer: auto`` picks SGD from this many planned optimiser steps on, AdamW below
+AUTO_SGD_STEPS = 10_000
+#: what ``optimizer: auto`` sets when it picks AdamW (short schedules)
+AUTO_ADAMW = {"lr0": 0.001, "momentum": 0.9, "warmup_bias_lr": 0.0}
+
+
+def planned_steps(epochs: int, train_images: int, batch: int, nbs: int) -> int:
+    """Optimiser steps a run plans: ``epochs * ceil(train_images / max(batch, nbs))``."""
+    return int(epochs) * math.ceil(int(train_images) / max(int(batch), int(nbs)))
+
+
+def resolve_optimizer(hyp: Hyp, *, epochs: int, train_images: int, batch: int) -> tuple[Hyp, str | None]:
+    """``(hyp with a concrete optimizer, the one-line report or None)``: ``optimizer: auto`` decided from the
+    schedule length (module docstring); an explicit sgd / adamw is returned unchanged (no report)."""
+    if hyp.optimizer != "auto":
+        return hyp, None
+    steps = planned_steps(epochs, train_images, batch, hyp.nbs)
+    if steps < AUTO_SGD_STEPS:
+        chosen = replace(hyp, optimizer="adamw", **AUTO_ADAMW)
+        why = f"{steps} planned steps < {AUTO_SGD_STEPS}"
+    else:
+        chosen = replace(hyp, optimizer="sgd")
+        why = f"{steps} planned steps >= {AUTO_SGD_STEPS}"
+    return chosen, (
+        f"optimizer auto -> {chosen.optimizer} lr0={chosen.lr0:g} momentum={chosen.momentum:g} "
+        f"warmup_bias_lr={chosen.warmup_bias_lr:g} ({why})"
+    )
+
+
 def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.device) -> torch.optim.Optimizer:
     """SGD or AdamW over the three groups; weight decay scaled by ``batch * accumulate / nbs``."""
+    if hyp.optimizer == "auto":
+        raise ValueError(
+            "optimizer=auto reached build_optimizer; expected sgd or adamw (resolve it first with "
+            "y9train.optim.resolve_optimizer, which needs the schedule length)."
+        )
     groups = param_groups(model)
     decay = hyp.weight_decay * batch * accumulation_steps(hyp, batch) / hyp.nbs
     impl = {"fused": True} if device.type == "cuda" else {"foreach": True}
@@ -132,11 +178,12 @@ class LRController:
         self.schedule = LRSchedule.from_hyp(hyp, epochs)
         self.nw = warmup_iters(hyp, batches_per_epoch)
         self.adam = isinstance(optimizer, torch.optim.AdamW)
+        self.per_epoch = hyp.lr_step == "epoch"
 
     def lrs(self, ni: int, t: float) -> dict[str, float]:
         """Learning rate of each group (by name) at batch ``ni``, fractional epoch ``t`` (no side effects)."""
         out = {}
-        f = self.schedule.factor(t)
+        f = self.schedule.factor(math.floor(t) if self.per_epoch else t)
         for g in self.optimizer.param_groups:
             target = g["initial_lr"] * f
             if ni < self.nw:
@@ -162,3 +209,48 @@ class LRController:
             else:
                 g["momentum"] = m
         return lrs.get("weights", next(iter(lrs.values())))
+
+
+@dataclass(frozen=True)
+class AccumulationRule:
+    """When the trainer takes an optimiser step (module docstring): ``steps(ni, last_opt_step, last_of_epoch)``.
+
+    Attributes:
+        full: batches per step after warmup, ``round(nbs / batch)`` (at least 1).
+        ratio: ``nbs / batch``, the end of the warmup ramp.
+        ramp: ``warmup_accumulate_ramp``; nw: warmup batches.
+        epoch_end: "step" or "drop".
+    """
+
+    full: int
+    ratio: float
+    ramp: bool
+    nw: int
+    epoch_end: str
+
+    @classmethod
+    def from_hyp(cls, hyp: Hyp, batch: int, nw: int) -> AccumulationRule:
+        return cls(
+            accumulation_steps(hyp, batch), hyp.nbs / batch, hyp.warmup_accumulate_ramp, nw, hyp.epoch_end
+        )
+
+    def accumulate(self, ni: int) -> int:
+        """Batches per step at batch ``ni`` (the ramp as np.interp computes it, rounded half to even)."""
+        if self.ramp and self.nw > 0 and ni <= self.nw:
+            slope = (self.ratio - 1.0) / self.nw
+            return max(1, round(slope * ni + 1.0))
+        return self.full
+
+    def steps(self, ni: int, last_opt_step: int, last_of_epoch: bool) -> bool:
+        """Whether batch ``ni`` (after its backward) ends with an optimiser step."""
+        if ni - last_opt_step >= self.accumulate(ni):
+            return True
+        return last_of_epoch and self.epoch_end == "step"
+
+    def replay(self, batches_per_epoch: int, iterations: int) -> tuple[int, int]:
+        """``(last_opt_step, steps)`` after ``iterations`` batches of whole epochs (what a resume continues from)."""
+        last, steps = -1, 0
+        for ni in range(iterations):
+            if self.steps(ni, last, ni % batches_per_epoch == batches_per_epoch - 1):
+                last, steps = ni, steps + 1
+        return last, steps

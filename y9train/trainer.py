@@ -2,9 +2,12 @@
 
 ``Trainer(config).fit() -> TrainResult``. Per batch: uint8 images copied to the device (non-blocking, pinned
 memory) and scaled to [0, 1] there, forward under autocast (bf16, or fp16 with a GradScaler), the YOLOv9 loss,
-backward; every ``accumulate`` batches (nominal batch ``nbs``) and at the end of an epoch: unscale, clip the grad
-norm, optimiser step, ``zero_grad(set_to_none=True)``, EMA update. Losses and grad norms stay on the device: the
-host reads them every ``log_interval`` batches (one copy) and at the end of the epoch. After every epoch: the
+backward; when ``y9train.optim.AccumulationRule`` says so (every ``round(nbs / batch)`` batches, ramping up during
+warmup with ``warmup_accumulate_ramp``; at an epoch's end a partial step, or with ``epoch_end: drop`` the pending
+gradients are zeroed): unscale, clip the grad norm, optimiser step, ``zero_grad(set_to_none=True)``, EMA update.
+``optimizer: auto`` is resolved once in ``setup`` (and stored in the run's config, so a resume keeps it).
+Losses and grad norms stay on the device: the host reads them every ``log_interval`` batches (one copy) and at the
+end of the epoch. After every epoch: the
 EMA model is validated, ``last.pt`` (EMA weights + the full training state) and, on a better fitness, ``best.pt``
 are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
 fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
@@ -27,7 +30,7 @@ import torch
 from y9train.ema import ModelEMA
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
-from y9train.optim import LRController, accumulation_steps, build_optimizer
+from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_optimizer, warmup_iters
 from y9train.reporting import Reporter, StepLog, write_results_csv
 from y9train.step_timer import StepTimer
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, save_run
@@ -85,6 +88,7 @@ class Trainer:
         self._resume = _resume
         self.epoch = self.start_epoch = 0
         self.iteration = self.step = self.batch_index = self.last_batch_images = 0
+        self.last_opt_step = -1  # the batch (``iteration``) of the last optimiser step, counted across epochs
         self.history: list[dict[str, Any]] = []
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
@@ -132,7 +136,7 @@ class Trainer:
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
         if cfg.val and hooks.is_main:
             require_metrics_backend()
-        self.amp_dtype, use_scaler = resolve_amp(cfg.amp, self.device)
+        self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
         cuda = self.device.type == "cuda"
         self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
         if cuda:
@@ -144,20 +148,18 @@ class Trainer:
             path, payload, state = self._resume
             model = model_from_payload(payload, str(path))
         else:
-            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=cfg.imgsz, new_head=cfg.new_head,
+            prior = hyp.bias_prior_imgsz or cfg.imgsz  # image size of the class-bias prior of a fresh head
+            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
                                             report=self.reporter.info)  # fmt: skip
         model.set_grad_checkpointing(cfg.grad_checkpointing)
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau)
-        self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
-        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.loss_fn = DetectionLoss.from_model(
             self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
-            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight,
+            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner,
         )  # fmt: skip
-        self.accumulate = accumulation_steps(hyp, cfg.batch)
 
         workers = max(0, min(cfg.workers, cpu_count()))
         common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
@@ -176,6 +178,16 @@ class Trainer:
         if self.val_ds is not None and hooks.is_main:
             self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
         self.nb = len(self.train_loader)
+        hyp, message = resolve_optimizer(
+            hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch
+        )
+        if message:  # decided once: the run's config (checkpoints, resume) holds the concrete choice
+            self.config.hyp = hyp
+            self.reporter.info(message)
+        self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
+        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))
+        self.accumulate = self.accumulation.full
         self.lr_control = LRController(self.optimizer, hyp, cfg.epochs, self.nb)
         net = torch.compile(self.model) if cfg.compile else self.model
         self.train_model = hooks.wrap_model(net)
@@ -191,6 +203,12 @@ class Trainer:
             self.steps_log = StepLog(self.save_dir / "steps.csv", fresh=self._resume is None)
         if self._resume:
             restore_run(self, *self._resume)
+            self.last_opt_step, _ = self.accumulation.replay(self.nb, self.iteration)
+
+    def will_step(self, batch: int) -> bool:
+        """Whether the next batch to run, index ``batch`` of the current epoch, ends with an optimiser step
+        (known before its forward: a distributed wrapper syncs gradients on exactly those batches)."""
+        return self.accumulation.steps(self.iteration, self.last_opt_step, batch == self.nb - 1)
 
     # ------------------------------------------------------------------------------------------ loop
     def fit(self) -> TrainResult:
@@ -280,11 +298,15 @@ class Trainer:
             sums[:3] += items
             k = i % interval
             buf[k, 1:] = items
-            if (i + 1) % self.accumulate == 0 or i == nb - 1:
+            self.accumulate = self.accumulation.accumulate(ni)
+            if self.accumulation.steps(ni, self.last_opt_step, i == nb - 1):
                 gn = self._optimizer_step()
                 sums[3] += gn
                 buf[k, 0] = gn
                 n_steps += 1
+                self.last_opt_step = ni
+            elif i == nb - 1:  # epoch_end: drop: the pending gradients do not reach the next epoch
+                self.optimizer.zero_grad(set_to_none=True)
             self.last_parts = parts
             host_rows.append([ni, epoch + 1, i, self.step, lr])
             self.iteration += 1

@@ -1,4 +1,7 @@
-"""TaskAlignedAssigner against a slow per-image, per-box reference written from the rule (float64)."""
+"""TaskAlignedAssigner against a slow per-image, per-box reference written from the rule (float64), for both
+rules: "y9" (threshold align > 1e-9, only boxes that kept an anchor compete for it) and "official" (the official
+YOLOv9 TaskAlignedAssigner: no threshold, a conflicting anchor goes to the box of highest CIoU among all boxes of
+its image)."""
 
 from __future__ import annotations
 
@@ -18,17 +21,19 @@ def _grid(imgsz: int) -> AnchorGrid:
     return AnchorGrid.from_feats(feats, STRIDES)
 
 
-def _problem(seed: int, batch: int = 3, imgsz: int = 128, nc: int = 4):
+def _problem(seed: int, batch: int = 3, imgsz: int = 128, nc: int = 4, boxes: tuple[int, int] = (4, 10),
+             spread: float = 6.0):  # fmt: skip
     """Random but demanding inputs: clustered, overlapping boxes (conflicts), edges exactly on anchor
-    centres, tiny boxes with no anchor inside, an image without boxes, labels not sorted by image."""
+    centres, tiny boxes with no anchor inside, an image without boxes, labels not sorted by image.
+    ``boxes``: range of the box count per image; ``spread``: std of box centres around 3 cluster centres (px)."""
     g = torch.Generator().manual_seed(seed)
     grid = _grid(imgsz)
     a = grid.num_anchors
     rows = []
     for b in range(batch - 1):  # the last image has no boxes
         centres = torch.rand(3, 2, generator=g) * imgsz
-        for k in range(int(torch.randint(4, 10, (1,), generator=g))):
-            c = centres[k % 3] + torch.randn(2, generator=g) * 6
+        for k in range(int(torch.randint(*boxes, (1,), generator=g))):
+            c = centres[k % 3] + torch.randn(2, generator=g) * spread
             wh = torch.exp(torch.empty(2).uniform_(math.log(3), math.log(90), generator=g))
             x1y1, x2y2 = (c - wh / 2).clamp(0, imgsz), (c + wh / 2).clamp(0, imgsz)
             if k % 4 == 0:  # snap to multiples of 4 px: edges on anchor centres of every stride
@@ -44,8 +49,16 @@ def _problem(seed: int, batch: int = 3, imgsz: int = 128, nc: int = 4):
     return cls_logits, pred_boxes, grid, labels
 
 
-def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.0, eps=1e-9, overlap="iou"):
-    """The rule, literally: per image, per box, per anchor, in float64. Returns dense (fg, gt, score)."""
+def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.0, eps=1e-9, overlap="iou",
+               rule="y9", stats=None):  # fmt: skip
+    """The rule, literally: per image, per box, per anchor, in float64. Returns dense (fg, gt, score).
+
+    rule "y9": a box keeps its ``topk`` candidates (anchor centre strictly inside) of highest align with
+    align > eps; an anchor kept by several boxes goes to the one among them of highest overlap (ties: lowest row).
+    rule "official": the same top-k with no threshold (only align == 0 is never kept); an anchor kept by several
+    boxes goes to the box of highest overlap with its prediction among ALL boxes of the image (ties: lowest row),
+    with that pair's overlap and align. ``stats`` (a dict) receives the number of anchors so adopted by a box that
+    had not kept them."""
     batch, n_anchors, _ = cls_logits.shape
     pts = grid.pixel_points().double().numpy()
     logits, boxes, lab = cls_logits.double().numpy(), pred_boxes.double().numpy(), labels.double().numpy()
@@ -67,9 +80,16 @@ def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.
         v = 4 / math.pi**2 * (math.atan(w2 / h2) - math.atan(w1 / h1)) ** 2
         return max(o - rho2 / c2 - v * v / (v - o + 1 + e), 0.0)
 
+    def pair(b, a, g):
+        o = iou(boxes[b, a], lab[g, 2:6])
+        s = 1.0 / (1.0 + math.exp(-logits[b, a, int(lab[g, 1])]))
+        return o, s**alpha * o**beta
+
+    adopted = 0
     for b in range(batch):
         chosen: dict[int, list[tuple[int, float, float]]] = {}  # anchor -> [(box, iou, align)]
-        for g in [i for i in range(len(lab)) if int(lab[i, 0]) == b]:
+        in_image = [i for i in range(len(lab)) if int(lab[i, 0]) == b]
+        for g in in_image:
             c, box = int(lab[g, 1]), lab[g, 2:6]
             cands = []
             for a in range(n_anchors):
@@ -80,14 +100,22 @@ def _reference(cls_logits, pred_boxes, grid, labels, topk=10, alpha=0.5, beta=6.
                     cands.append((s**alpha * o**beta, a, o))
             cands.sort(key=lambda e: (-e[0], e[1]))
             for align, a, o in cands[:topk]:
-                if align > eps:
+                if align > (eps if rule == "y9" else 0.0):
                     chosen.setdefault(a, []).append((g, o, align))
+        if rule == "official":  # conflicting anchors: every box of the image competes
+            for a, lst in chosen.items():
+                if len(lst) > 1:
+                    chosen[a] = [(g, *pair(b, a, g)) for g in in_image]
+                    winner = max(chosen[a], key=lambda e: (e[1], -e[0]))[0]
+                    adopted += winner not in [e[0] for e in lst]
         final = {a: max(lst, key=lambda e: (e[1], -e[0])) for a, lst in chosen.items()}
         for g in {e[0] for e in final.values()}:
             mine = [(a, o, al) for a, (gg, o, al) in final.items() if gg == g]
             max_iou, max_align = max(e[1] for e in mine), max(e[2] for e in mine)
             for a, _o, al in mine:
                 fg[b, a], gt_idx[b, a], score[b, a] = True, g, al * max_iou / (max_align + eps)
+    if stats is not None:
+        stats["adopted"] = adopted
     return fg, gt_idx, score
 
 
@@ -142,3 +170,54 @@ def test_no_boxes_gives_no_positives():
     cls_logits, pred_boxes, grid, _ = _problem(0)
     asg = TaskAlignedAssigner()(cls_logits, pred_boxes, grid, torch.zeros(0, 6))
     assert len(asg) == 0 and asg.score.numel() == 0
+
+
+# crowded: 12-30 boxes per image in 3 tight clusters (many anchors claimed by several boxes), 1.5-90 px boxes
+CROWDED = {"boxes": (12, 30), "spread": 4.0}
+
+
+@pytest.mark.parametrize(
+    ("seed", "topk", "crowded"), [(0, 10, False), (1, 10, True), (2, 10, True), (3, 4, True)]
+)
+def test_official_rule_equals_reference(seed, topk, crowded):
+    """Masks, assigned boxes and target scores of rule "official" equal the slow reference (CIoU overlap)."""
+    cls_logits, pred_boxes, grid, labels = _problem(seed, batch=4, **(CROWDED if crowded else {}))
+    asg = TaskAlignedAssigner(topk=topk, overlap="ciou", rule="official")(
+        cls_logits, pred_boxes, grid, labels
+    )
+    fg, gt, score = asg.dense(cls_logits.shape[0], grid.num_anchors)
+    stats = {}
+    ref_fg, ref_gt, ref_score = _reference(cls_logits, pred_boxes, grid, labels, topk=topk, overlap="ciou",
+                                           rule="official", stats=stats)  # fmt: skip
+    assert ref_fg.sum() > 4 * topk and len(set(ref_gt[ref_fg].tolist())) > 8  # not trivial
+    assert np.array_equal(fg.numpy(), ref_fg)
+    assert np.array_equal(gt.numpy(), ref_gt)  # the assigned box, hence the target box and class
+    np.testing.assert_allclose(score.numpy(), ref_score, rtol=1e-5, atol=1e-8)
+    if (
+        crowded
+    ):  # the conflict rule that differs from y9's is exercised: a box adopted an anchor it had not kept
+        assert stats["adopted"] > 0
+
+
+def test_official_rule_keeps_candidates_below_the_y9_threshold():
+    """Where a model's overlaps are small (early training), align = score^0.5 * CIoU^6 < 1e-9 for every pair. Rule
+    y9 then has no positive at all; rule official keeps the top-k of every box that has candidates of non-zero
+    CIoU, with target scores align * max_CIoU / (max_align + 1e-9) (small, non-zero), as the reference does."""
+    cls_logits, pred_boxes, grid, labels = _problem(7)
+    centre = (pred_boxes[..., :2] + pred_boxes[..., 2:]) / 2  # 600 px predictions: CIoU 0.02 at most
+    pred_boxes = torch.cat([centre - 300, centre + 300], -1)
+    y9 = TaskAlignedAssigner(overlap="ciou")(cls_logits, pred_boxes, grid, labels)
+    off = TaskAlignedAssigner(overlap="ciou", rule="official")(cls_logits, pred_boxes, grid, labels)
+    assert len(y9) == 0 and len(off) >= 20 and len(set(off.gt_idx.tolist())) >= 3
+    fg, gt, score = off.dense(cls_logits.shape[0], grid.num_anchors)
+    ref = _reference(cls_logits, pred_boxes, grid, labels, overlap="ciou", rule="official")
+    assert np.array_equal(fg.numpy(), ref[0]) and np.array_equal(gt.numpy(), ref[1])
+    np.testing.assert_allclose(score.numpy(), ref[2], rtol=1e-5, atol=1e-30)
+    assert float(off.score.min()) > 0
+
+
+def test_official_rule_needs_ciou_and_names_the_choices():
+    with pytest.raises(ValueError, match="rule 'official' uses CIoU"):
+        TaskAlignedAssigner(rule="official")
+    with pytest.raises(ValueError, match="expected one of y9, official"):
+        TaskAlignedAssigner(rule="tood")

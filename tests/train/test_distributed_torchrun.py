@@ -154,7 +154,9 @@ def test_torchrun_coco8_matches_per_share_reference_rank0_writes_and_resumes(tmp
 def test_torchrun_sync_bn_matches_a_single_process_run(tmp_path):
     data = shared_path("datasets", "coco8", "data.yaml")
     common = {"data": str(data), "model": "gelan-t", "imgsz": 160, "epochs": 2, "batch": 2, "device": "cpu"}
-    hyp = {"nbs": 4, "warmup_min_iters": 1}
+    # SGD, the optimiser these tolerances were set for (AdamW's per-parameter normalisation magnifies the 1e-5
+    # BatchNorm rounding differences of the first step into 2.5e-3 on the next losses)
+    hyp = {"nbs": 4, "warmup_min_iters": 1, "optimizer": "sgd"}
     _torchrun(["--data", common["data"], "--model", "gelan-t", "--imgsz", "160", "--epochs", "2", "--batch", "2",
                "--device", "cpu", "--no-val", "--sync-bn", "--project", str(tmp_path), "--name", "ddp",
                *(f"{k}={v}" for k, v in hyp.items())])  # fmt: skip

@@ -45,7 +45,7 @@ def test_param_groups_split_bn_weights_biases_and_decayed_weights():
     ("batch", "accumulate", "decay"), [(16, 4, 5e-4), (48, 1, 5e-4 * 48 / 64), (4, 16, 5e-4)]
 )
 def test_nominal_batch_sets_accumulation_and_scales_weight_decay(batch, accumulate, decay):
-    hyp = Hyp()
+    hyp = Hyp(optimizer="sgd")
     assert accumulation_steps(hyp, batch) == accumulate
     opt = build_optimizer(build_model("gelan-t", nc=2), hyp, batch=batch, device=CPU)
     wd = {g["name"]: g["weight_decay"] for g in opt.param_groups}
@@ -54,7 +54,7 @@ def test_nominal_batch_sets_accumulation_and_scales_weight_decay(batch, accumula
 
 def test_sgd_is_nesterov_and_adamw_uses_momentum_as_beta1():
     model = build_model("gelan-t", nc=2)
-    sgd = build_optimizer(model, Hyp(), batch=16, device=CPU)
+    sgd = build_optimizer(model, Hyp(optimizer="sgd"), batch=16, device=CPU)
     assert isinstance(sgd, torch.optim.SGD) and all(g["nesterov"] for g in sgd.param_groups)
     assert all(g["momentum"] == 0.937 for g in sgd.param_groups)
     adam = build_optimizer(model, Hyp(optimizer="adamw", lr0=0.001), batch=16, device=CPU)
@@ -103,7 +103,8 @@ def test_cosine_restarts_match_torch_at_fractional_epochs(t0, t_mult):
 
 
 def test_warmup_interpolates_lr_and_momentum_then_follows_the_schedule():
-    hyp = Hyp(warmup_epochs=2.0, warmup_min_iters=5, warmup_bias_lr=0.1, warmup_momentum=0.8, lr0=0.01)
+    hyp = Hyp(optimizer="sgd", warmup_epochs=2.0, warmup_min_iters=5, warmup_bias_lr=0.1, warmup_momentum=0.8,
+              lr0=0.01)  # fmt: skip
     nb, epochs = 7, 10
     assert warmup_iters(hyp, nb) == 14 and warmup_iters(Hyp(warmup_epochs=0.1), nb) == 100
     assert warmup_iters(Hyp(warmup_epochs=0), nb) == 0

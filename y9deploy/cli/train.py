@@ -84,7 +84,12 @@ def train_command(
         ),
     ] = False,
     hyp: Annotated[
-        Path | None, typer.Option("--hyp", help="Hyperparameter YAML (defaults: hyp-default.yaml).")
+        str | None,
+        typer.Option(
+            "--hyp",
+            help="Recipe name (default, official) or a hyperparameter YAML file (default: the default recipe, "
+            "y9train/configs/hyp-default.yaml).",
+        ),
     ] = None,
     amp: Annotated[
         Amp | None, typer.Option("--amp", help="Mixed precision (auto: bf16/fp16 on GPU, off on CPU).")

@@ -6,19 +6,28 @@ The rule, step by step (each step is one function below):
    predicted probability (sigmoid) of the box's class at the anchor and ``IoU`` between the anchor's predicted
    box and the ground-truth box (pixels): plain IoU by default, or CIoU clamped at 0 with ``overlap="ciou"``
    (what the official YOLOv9 assigner uses). The same overlap drives steps 4 and 5.
-3. ``select_topk``: each box keeps its ``topk`` candidates of highest ``align`` (ties: lowest anchor index),
-   and only those with ``align > eps``.
-4. ``resolve_conflicts``: an anchor kept by several boxes goes to the one whose box has the highest IoU with
-   the anchor's prediction (ties: the lowest box index, i.e. the earliest row of ``labels``).
+3. ``select_topk``: each box keeps its ``topk`` candidates of highest ``align`` (ties: lowest anchor index);
+   rule "y9" keeps only those with ``align > eps`` (1e-9), rule "official" has no threshold: every candidate
+   with a non-zero ``align`` may be kept (on a fresh model most ``align`` values are far below 1e-9: those
+   positives get small, non-zero target scores in step 5, and the box and DFL terms act on them).
+4. conflicts, an anchor kept by several boxes: rule "y9" (``resolve_conflicts``) gives it to the box, among
+   those that kept it, with the highest overlap with the anchor's prediction; rule "official"
+   (``official_conflicts``) to the box of highest overlap among ALL boxes of the image, even one that did not
+   keep it (nor contain its centre). Ties: the lowest box index, i.e. the earliest row of ``labels`` (the
+   official ``argmax`` takes the first of the image's boxes, in the same order).
 5. ``normalise``: the target score of a positive is ``align * max_IoU(box) / (max_align(box) + eps)``,
    maxima over the final positives of its box.
 
+Rule "official" is the official YOLOv9 TaskAlignedAssigner's (utils/tal/assigner.py) with CIoU as the overlap;
+the one thing it leaves open is the order of equal metrics in ``torch.topk``: a box with fewer than ``topk``
+non-zero candidates there also "keeps" some anchors of metric exactly 0, inside or outside the box, depending on
+torch's tie order (outside ones are masked afterwards). Here candidates of metric 0 are never kept (``align > 0``).
+Such positives carry a zero target score and no loss weight; checked against the official code on random
+problems, the positives of non-zero score, their boxes and scores agree (scores to float32 rounding).
 Differences from the official implementation, on purpose: it builds dense ``[batch, max_boxes, anchors]``
 tensors; this module only touches (box, candidate anchor) pairs (VisDrone boxes cover ~20 anchors of 8400),
-chunked so that at most ``max_pairs`` pairs live at once. The official top-k can also pick zero-metric
-candidates (they then carry a zero target score and no loss weight) and its conflict step can hand an anchor
-to a box that did not select it (the highest overlap among all boxes of the image); here only selected
-boxes compete.
+chunked so that at most ``max_pairs`` pairs live at once, plus (conflicting anchor, box of its image) pairs
+for the official conflict rule.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ import torch
 from y9train.loss.boxes import box_iou, ciou
 from y9train.loss.grid import AnchorGrid
 
+RULES = ("y9", "official")
+
 # Predicted boxes: dense Tensor[B, A, 4], or a decoder (image[K], anchor[K]) -> Tensor[K, 4] (pixels, xyxy).
 BoxSource = torch.Tensor | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -41,6 +52,7 @@ __all__ = [
     "alignment",
     "candidate_pairs",
     "normalise",
+    "official_conflicts",
     "resolve_conflicts",
     "select_topk",
 ]
@@ -149,8 +161,11 @@ def alignment(
     return iou, score.pow(alpha) * iou.pow(beta)
 
 
-def select_topk(gt: torch.Tensor, align: torch.Tensor, n_boxes: int, topk: int, eps: float) -> torch.Tensor:
-    """Step 3: ``Tensor[P] bool``, True for the ``topk`` pairs of highest ``align`` of each box (``align > eps``).
+def select_topk(
+    gt: torch.Tensor, align: torch.Tensor, n_boxes: int, topk: int, eps: float | None
+) -> torch.Tensor:
+    """Step 3: ``Tensor[P] bool``, True for the ``topk`` pairs of highest ``align`` of each box with
+    ``align > eps`` (rule "official": ``eps = 0``; None: no condition at all).
 
     Pairs must be grouped by box with anchors ascending (as ``candidate_pairs`` returns them). One stable
     sort on the key ``(box, descending align)``: non-negative float32 bit patterns order like the floats.
@@ -161,7 +176,8 @@ def select_topk(gt: torch.Tensor, align: torch.Tensor, n_boxes: int, topk: int, 
     first = torch.cumsum(counts, 0) - counts
     rank = torch.empty_like(order)
     rank[order] = torch.arange(order.numel(), device=gt.device) - first[gt[order]]
-    return (rank < topk) & (align > eps)
+    keep = rank < topk
+    return keep if eps is None else keep & (align > eps)
 
 
 def resolve_conflicts(
@@ -177,6 +193,52 @@ def resolve_conflicts(
     low = torch.full((n_keys,), n_boxes, dtype=torch.long, device=gt.device)
     low = low.scatter_reduce(0, key[top], gt[top], "amin")
     return top & (gt == low[key])
+
+
+def official_conflicts(
+    cls_logits: torch.Tensor,
+    pred_boxes: BoxSource,
+    labels: torch.Tensor,
+    pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    num_anchors: int,
+    alpha: float,
+    beta: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Step 4, official rule: ``(gt, anchor, iou, align)`` of the final positives.
+
+    ``pairs``: the selected ``(gt, anchor, iou, align)``. An anchor selected once keeps its pair; an anchor selected
+    by several boxes is given to the box of its image with the highest CIoU (clamped at 0) with the anchor's
+    prediction, among all boxes of the image (ties: the lowest row), with that pair's CIoU and alignment.
+    """
+    gt, anchor, iou, align = pairs
+    n, b = labels.shape[0], int(cls_logits.shape[0])
+    img = labels[gt, 0].long()
+    key = img * num_anchors + anchor
+    counts = torch.bincount(key, minlength=b * num_anchors)
+    single = counts[key] == 1
+    multi_keys = torch.nonzero(counts > 1).squeeze(1)
+    if multi_keys.numel() == 0:
+        return gt, anchor, iou, align
+    # every (conflicting anchor, box of the same image) pair; boxes of an image in row order
+    box_img = labels[:, 0].long()
+    order = torch.sort(box_img, stable=True).indices
+    per_img = torch.bincount(box_img, minlength=b)
+    first = torch.cumsum(per_img, 0) - per_img
+    c_img = torch.div(multi_keys, num_anchors, rounding_mode="floor")
+    c_anchor = multi_keys % num_anchors
+    reps = per_img[c_img]
+    owner = torch.repeat_interleave(torch.arange(multi_keys.numel(), device=gt.device), reps)
+    offset = torch.arange(owner.numel(), device=gt.device) - (torch.cumsum(reps, 0) - reps)[owner]
+    c_gt = order[first[c_img][owner] + offset]
+    c_anchor = c_anchor[owner]
+    c_iou, c_align = alignment(cls_logits, pred_boxes, labels, c_gt, c_anchor, alpha, beta, "ciou")
+    win = resolve_conflicts(owner, c_gt, c_iou, multi_keys.numel(), n)
+    return (
+        torch.cat((gt[single], c_gt[win])),
+        torch.cat((anchor[single], c_anchor[win])),
+        torch.cat((iou[single], c_iou[win])),
+        torch.cat((align[single], c_align[win])),
+    )
 
 
 def normalise(
@@ -195,9 +257,11 @@ class TaskAlignedAssigner:
     Args:
         topk: candidates kept per box (10).
         alpha, beta: exponents of the class score and the IoU in the alignment metric (0.5, 6.0).
-        eps: alignment threshold and normalisation guard (1e-9).
+        eps: alignment threshold (rule "y9") and normalisation guard (1e-9).
         max_pairs: at most this many (box, candidate) pairs are processed at once (boxes in chunks).
         overlap: "iou" (default) or "ciou" (clamped at 0, as the official assigner).
+        rule: "y9" (threshold, selected boxes compete) or "official" (no threshold, all boxes of the image
+            compete for a conflicting anchor; needs ``overlap="ciou"``), see the module docstring.
     """
 
     def __init__(
@@ -208,11 +272,16 @@ class TaskAlignedAssigner:
         eps: float = 1e-9,
         max_pairs: int = 1 << 22,
         overlap: str = "iou",
+        rule: str = "y9",
     ):
         if overlap not in ("iou", "ciou"):
             raise ValueError(f"overlap is {overlap!r}; expected 'iou' or 'ciou'.")
+        if rule not in RULES:
+            raise ValueError(f"assigner rule is {rule!r}; expected one of {', '.join(RULES)}.")
+        if rule == "official" and overlap != "ciou":
+            raise ValueError(f"assigner rule 'official' uses CIoU; got overlap {overlap!r}, expected 'ciou'.")
         self.topk, self.alpha, self.beta, self.eps, self.max_pairs = topk, alpha, beta, eps, max_pairs
-        self.overlap = overlap
+        self.overlap, self.rule = overlap, rule
 
     @torch.no_grad()
     def __call__(
@@ -239,15 +308,23 @@ class TaskAlignedAssigner:
             iou, align = alignment(
                 cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta, self.overlap
             )
-            sel = select_topk(gt - first, align, last - first, self.topk, self.eps)
+            eps = 0.0 if self.rule == "official" else self.eps
+            sel = select_topk(gt - first, align, last - first, self.topk, eps)
             kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))
         if not kept:
             empty = torch.zeros(0, dtype=torch.long, device=dev)
             return Assignment(empty, empty, empty, torch.zeros(0, device=dev))
         gt, anchor, iou, align = (torch.cat(t) for t in zip(*kept))
+        if self.rule == "official":
+            pairs = (gt, anchor, iou, align)
+            gt, anchor, iou, align = official_conflicts(
+                cls_logits, pred_boxes, labels, pairs, a, self.alpha, self.beta
+            )
+        else:
+            img = labels[gt, 0].long()
+            win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n)
+            gt, anchor, iou, align = gt[win], anchor[win], iou[win], align[win]
         img = labels[gt, 0].long()
-        win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n)
-        gt, anchor, iou, align, img = gt[win], anchor[win], iou[win], align[win], img[win]
         return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps))
 
 

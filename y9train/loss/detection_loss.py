@@ -49,6 +49,8 @@ class DetectionLoss:
         topk, alpha, beta: task-aligned assigner settings (10, 0.5, 6.0).
         assigner_overlap: "ciou" (default, as the official YOLOv9 assigner: CIoU clamped at 0) or "iou" in the
             alignment metric.
+        assigner_rule: "y9" (default) or "official": the candidate and conflict rules of the assigner
+            (``y9train.loss.assigner``; "official" needs CIoU).
         max_pairs: memory bound of the assigner (box, candidate) pairs processed at once.
     """
 
@@ -68,6 +70,7 @@ class DetectionLoss:
         beta: float = 6.0,
         max_pairs: int = 1 << 22,
         assigner_overlap: str = "ciou",
+        assigner_rule: str = "y9",
     ):
         if nc < 1:
             raise ValueError(f"nc is {nc}; expected at least one class.")
@@ -75,7 +78,9 @@ class DetectionLoss:
         self.gains = (float(box_gain), float(cls_gain), float(dfl_gain))
         self.label_smoothing = float(label_smoothing)
         self.aux_weight = float(aux_weight)
-        self.assigner = TaskAlignedAssigner(topk, alpha, beta, max_pairs=max_pairs, overlap=assigner_overlap)
+        self.assigner = TaskAlignedAssigner(
+            topk, alpha, beta, max_pairs=max_pairs, overlap=assigner_overlap, rule=assigner_rule
+        )
         self._grids: dict[tuple, AnchorGrid] = {}
         #: ``T`` from the batch's sum of target scores (Tensor[] -> Tensor[]); replaceable, see the module docstring
         self.normaliser = batch_normaliser

@@ -194,7 +194,9 @@ class DualDDetect(_Decoder):
 
 
 def init_head_biases(head: DDetect | DualDDetect, imgsz: int = 640) -> None:
-    """Prior biases for training from scratch: box logits 1.0; class logits for ~5 objects per 640² image."""
+    """Prior biases for training from scratch: box logits 1.0; class logits ``log(5 / nc / (imgsz / stride)^2)``,
+    ~5 objects per ``imgsz``² image. The official bias_init always uses 640; the trainer passes
+    ``Hyp.bias_prior_imgsz`` (0: the training size)."""
     for box_list, cls_list in head.heads():
         for box, cls, s in zip(box_list, cls_list, head.stride_values):
             box[-1].bias.data[:] = 1.0
