@@ -76,6 +76,12 @@ APPENDS: tuple[Append, ...] = (
     Append("val", "--workers", ("0",), "as for train"),
 )
 
+# The guides run scripts of the repository from its root (`python benchmarks/...`); the test runs in a temporary
+# folder, so the script's path is made absolute (the interpreter is the venv's `python`, first on PATH).
+REPO = Path(__file__).resolve().parents[2]
+REPO_SCRIPTS = {"benchmarks", "samples"}
+REPO_SCRIPTS_REASON = "the guide runs it from the repository root; the test runs in a temporary folder"
+
 # Engines run only on the GPU they were built for (none here): the commands that run a model use the ONNX file
 # the engine was built from (same folder, same stem), the way the guides build them.
 RUN_COMMANDS = {"predict", "benchmark", "inspect"}
@@ -166,6 +172,15 @@ def prepare(text: str) -> Prepared | str:
         new, reason = REPLACE_COMMANDS[bare]
         return Prepared(new, [f"{bare!r} -> {new!r}: {reason}"], [])
     words = shlex.split(text, comments=True)
+    if len(words) > 1 and words[0] in {"python", "python3"} and words[1].split("/")[0] in REPO_SCRIPTS:
+        changes = [f"{words[1]} -> {REPO / words[1]}: {REPO_SCRIPTS_REASON}"]
+        words[1] = str(REPO / words[1])
+        for ap in APPENDS:
+            if ap.command == Path(words[1]).name and ap.option not in words:
+                words += [ap.option, *ap.values]
+                changes.append(f"+ {ap.option} {' '.join(ap.values)}: {ap.reason}")
+        inputs = [words[i + 1] for i, w in enumerate(words[:-1]) if w in INPUT_OPTIONS]
+        return Prepared(shlex.join(words), changes, inputs)
     if not words or words[0] != "y9" or len(words) < 2:
         return Prepared(shlex.join(words), [], [])
     sub = words[1]
