@@ -114,3 +114,21 @@ def parse_markdown(path: Path, repo: Path) -> list[DocBlock]:
 def guide_files(repo: Path) -> list[Path]:
     """README.md and docs/*.md, in a fixed order."""
     return [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+
+
+def unlabelled_command_blocks(path: Path, repo: Path) -> list[str]:
+    """``file:line`` of fenced blocks without a language whose lines run ``y9``: such a block is not run by the
+    docs test, so a guide must label its shell blocks ``bash`` (records of other machines' runs may stay plain)."""
+    rel = path.relative_to(repo).as_posix()
+    out, inside, start, language, body = [], False, 0, "", []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fence = FENCE.match(line)
+        if not inside and fence:
+            inside, start, language, body = True, number, fence.group(3), []
+        elif inside and line.strip().startswith("```"):
+            if not language and any(b.strip().startswith("y9 ") for b in body):
+                out.append(f"{rel}:{start}")
+            inside = False
+        elif inside:
+            body.append(line)
+    return out

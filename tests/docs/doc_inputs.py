@@ -16,10 +16,10 @@ import fnmatch
 import re
 import shlex
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable
 
 # Shrunk sizes: the test model is trained/exported at 64x64 (its images letterboxed to it).
 SIZE = 64
@@ -46,7 +46,7 @@ class Rewrite:
 
 
 REWRITES: tuple[Rewrite, ...] = (
-    Rewrite("--imgsz", r"\d+", str(SIZE), "the test model is exported at 64x64 (a 640 export takes minutes here)"),
+    Rewrite("--imgsz", r"\d+", str(SIZE), "sizes shrink to 64 px (a 640 export or training takes minutes here)"),
     Rewrite("--imgsz", r"\d+,\d+", f"{SIZE},{SIZE + 32}", "rectangular sizes shrink like square ones"),
     Rewrite("--tile", r"\d+", str(SIZE), "the tile is the model's input size (64 here)"),
     Rewrite("--epochs", r"\d+", "1", "one epoch shows the command works"),
@@ -57,12 +57,19 @@ REWRITES: tuple[Rewrite, ...] = (
 )
 
 
+# key=value overrides of `y9 train` rewritten whole.
+KEY_VALUES: tuple[Rewrite, ...] = (
+    Rewrite("", r"epochs=\d+", "epochs=2", "extends the one-epoch test run by one epoch", ("train",)),
+)
+
+
 @dataclass(frozen=True)
 class Append:
     command: str  # y9 sub-command
     option: str  # added when missing
     values: tuple[str, ...]
     reason: str
+    unless: str = ""  # not added when the command has this word
 
 
 APPENDS: tuple[Append, ...] = (
@@ -73,6 +80,9 @@ APPENDS: tuple[Append, ...] = (
     Append("benchmark", "--warmup", ("1",), "as --iters"),
     Append("benchmark", "--frame", ("120x160",), "a small synthetic frame (letterboxed to 64 anyway)"),
     Append("train", "--workers", ("0",), "no loader processes on a 2-core test machine"),
+    Append("train", "--epochs", ("1",), "one epoch shows the command works", unless="--resume"),
+    Append("train", "--imgsz", (str(SIZE),), "the test images are trained at 64x64", unless="--resume"),
+    Append("train", "--batch", ("2",), "the two test images", unless="--resume"),
     Append("val", "--workers", ("0",), "as for train"),
 )
 
@@ -96,7 +106,7 @@ STREAM_REASON = "no camera or stream server here: a short video file stands in (
 INPUT_OPTIONS = {"--model", "-m", "--rules", "-r", "--data", "--source", "--check-images"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _flags(path: tuple[str, ...]) -> frozenset[str]:
     """The options of ``y9 <path>`` that take no value, read from the typer app (so positionals are found)."""
     import typer.main
@@ -187,13 +197,18 @@ def prepare(text: str) -> Prepared | str:
     changes: list[str] = []
     for i in range(2, len(words) - 1):
         for rw in REWRITES:
-            if words[i] == rw.option and (not rw.commands or sub in rw.commands):
-                if re.fullmatch(rw.pattern, words[i + 1]) and words[i + 1] != rw.value:
-                    changes.append(f"{rw.option} {words[i + 1]} -> {rw.value}: {rw.reason}")
-                    words[i + 1] = rw.value
-                    break
+            applies = words[i] == rw.option and (not rw.commands or sub in rw.commands)
+            if applies and re.fullmatch(rw.pattern, words[i + 1]) and words[i + 1] != rw.value:
+                changes.append(f"{rw.option} {words[i + 1]} -> {rw.value}: {rw.reason}")
+                words[i + 1] = rw.value
+                break
+    for i, w in enumerate(words):
+        for kv in KEY_VALUES:
+            if sub in kv.commands and re.fullmatch(kv.pattern, w) and w != kv.value:
+                changes.append(f"{w} -> {kv.value}: {kv.reason}")
+                words[i] = kv.value
     for ap in APPENDS:
-        if sub == ap.command and ap.option not in words:
+        if sub == ap.command and ap.option not in words and not (ap.unless and ap.unless in words):
             words += [ap.option, *ap.values]
             changes.append(f"+ {ap.option} {' '.join(ap.values)}: {ap.reason}")
     positions = _positionals(words)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.docs.doc_blocks import DocBlock, guide_files, parse_markdown
+from tests.docs.doc_blocks import DocBlock, guide_files, parse_markdown, unlabelled_command_blocks
 from tests.docs.doc_inputs import SKIP_COMMANDS, Prepared, StandIns, prepare
 
 GUIDES = guide_files(REPO)
@@ -56,6 +56,12 @@ def test_every_guide_has_shell_commands_found():
     assert any(c.startswith("y9 build-engine gelan-c.onnx") for c in commands)
     assert any(c.startswith("y9 predict") and "--tile" in c for c in commands)
     assert len(commands) >= 30
+
+
+def test_no_y9_command_hides_in_an_unlabelled_block():
+    """A plain ``` block is not run: a guide's `y9 ...` commands must sit in ```bash blocks."""
+    hidden = [where for p in GUIDES for where in unlabelled_command_blocks(p, REPO)]
+    assert not hidden, f"label these blocks ```bash (or ```text for output): {hidden}"
 
 
 def test_setup_commands_are_not_run():
