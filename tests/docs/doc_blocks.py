@@ -62,7 +62,7 @@ def _commands(file: str, body: list[tuple[int, str]]) -> tuple[DocCommand, ...]:
         if line.endswith("\\"):
             pending.append(line[:-1].rstrip())
             continue
-        pending.append(line.strip() if len(pending) else line.strip())
+        pending.append(line.strip())
         out.append(DocCommand(file, start, " ".join(p.strip() for p in pending)))
         pending = []
     if pending:
