@@ -46,7 +46,7 @@ def test_blocks_commands_markers_and_lines(tmp_path):
         "y9 info m.onnx",
     ]
     assert [c.line for c in second] == [10, 12] and second[0].where() == "guide.md:10"
-    assert unlabelled_command_blocks(tmp_path / "guide.md", tmp_path) == ["guide.md:18"]
+    assert unlabelled_command_blocks(tmp_path / "guide.md", tmp_path) == ["guide.md:19"]
 
 
 @pytest.mark.parametrize(
