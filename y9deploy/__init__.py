@@ -21,6 +21,7 @@ _LAZY = {
     "BenchmarkResult": "y9deploy.bench",
     "Y9Error": "y9deploy.errors",
     "TritonDetector": "y9deploy.serving.triton_client",
+    "default_model_path": "y9deploy.default_model",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

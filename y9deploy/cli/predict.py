@@ -52,7 +52,10 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Argument(help="Image, video, folder (recursive), camera index, or rtsp:// / http:// URL."),
         ],
-        model: Annotated[Path, typer.Option("--model", "-m", help="Model file: .engine, .onnx or .pt.")],
+        model: Annotated[
+            Path | None,
+            typer.Option("--model", "-m", help="Model file: .engine, .onnx or .pt (default: the embedded model)."),
+        ] = None,
         conf: Annotated[float, typer.Option("--conf", min=0.0, max=1.0, help="Score threshold.")] = 0.25,
         iou: Annotated[float, typer.Option("--iou", min=0.0, max=1.0, help="NMS IoU threshold.")] = 0.45,
         max_det: Annotated[int, typer.Option("--max-det", min=1, help="Most detections per image.")] = 300,
@@ -157,6 +160,10 @@ def register(app: typer.Typer) -> None:
         from y9deploy.pipelines.tiling import TileOptions
         from y9deploy.pipelines.video import ReconnectPolicy
 
+        if model is None:
+            from y9deploy.default_model import default_model_path
+
+            model = default_model_path()
         tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
         per_class = parse_class_conf(class_conf or [])
         tiling = TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou) \

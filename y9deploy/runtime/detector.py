@@ -53,7 +53,8 @@ class Detector:
     """YOLOv9 detector over a TensorRT engine, an ONNX model or a checkpoint.
 
     Args:
-        path: ``.engine``/``.trt``/``.plan`` (with its ``.json`` manifest), ``.onnx`` or ``.pt``.
+        path: ``.engine``/``.trt``/``.plan`` (with its ``.json`` manifest), ``.onnx`` or ``.pt``; None: the
+            embedded default model (``y9deploy.default_model_path()``, 80 COCO classes).
         device: None (CUDA when the backend can use a GPU here, else CPU), "cpu", "cuda", "cuda:N".
         conf: score threshold (a detection needs a score > conf), or one threshold per class.
         iou: IoU threshold of the NMS.
@@ -74,7 +75,7 @@ class Detector:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | None = None,
         *,
         device: str | int | None = None,
         conf: float | Any = 0.25,
@@ -93,6 +94,10 @@ class Detector:
             raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'hybrid', 'gpu' or 'cpu'.")
         if postprocess not in ("auto", "gpu", "cpu"):
             raise ValueError(f"postprocess={postprocess!r}; expected 'auto', 'gpu' or 'cpu'.")
+        if path is None:
+            from y9deploy.default_model import default_model_path
+
+            path = default_model_path()
         if not isinstance(path, (str, Path)):
             raise TypeError(
                 f"path is a {type(path).__name__}; expected the path of a .engine, .onnx or .pt file."
