@@ -46,12 +46,32 @@ def register(app: typer.Typer) -> None:
         int8: Annotated[
             bool, typer.Option("--int8", help="INT8 engine (not supported yet: refused).")
         ] = False,
+        verify: Annotated[
+            Path | None,
+            typer.Option(
+                "--verify",
+                help="data.yaml: score the built engine (or, where it cannot run here, the FP16 ONNX it was built "
+                "from) against the source model on its val split; fail the build if mAP50-95 drops too much.",
+            ),
+        ] = None,
+        verify_threshold: Annotated[
+            float,
+            typer.Option("--verify-threshold", min=0.0, help="Largest mAP50-95 drop allowed, in points."),
+        ] = 0.5,
+        reference: Annotated[
+            Path | None,
+            typer.Option(
+                "--reference", help="Source model for --verify (.pt or .onnx; default: the ONNX being built)."
+            ),
+        ] = None,
+        verify_split: Annotated[str, typer.Option("--verify-split", help="data.yaml split for --verify.")] = "val",
     ) -> None:
         """Build a TensorRT engine (FP16 by default) and its manifest <engine>.json."""
         from rich.console import Console
 
         from y9deploy.engine.builder import build_engine_report
         from y9deploy.engine.progress import RichBuildProgress
+        from y9deploy.engine.verify import build_engine_verified
 
         console = Console(stderr=True)
         kwargs = dict(
@@ -63,11 +83,20 @@ def register(app: typer.Typer) -> None:
             flavour=None if flavour is FlavourChoice.auto else flavour.value,
             int8=int8,
         )
+        check = None
+        if verify is None and reference is not None:
+            raise ValueError(f"--reference {reference} was given without --verify; expected --verify DATA.yaml too.")
+        if verify is not None:
+            kwargs = dict(kwargs, data=verify, reference=reference, threshold_points=verify_threshold)
+            kwargs["split"] = verify_split
+        build = build_engine_report if verify is None else build_engine_verified
         if console.is_terminal:
             with RichBuildProgress(console) as progress:
-                result = build_engine_report(onnx, output, progress=progress, **kwargs)
+                result = build(onnx, output, progress=progress, **kwargs)
         else:
-            result = build_engine_report(onnx, output, **kwargs)
+            result = build(onnx, output, **kwargs)
+        if verify is not None:
+            result, check = result
         m = result.manifest
         where = f"{m.compute_capability} ahead of time" if m.ahead_of_time else m.compute_capability
         flavour_name = "TensorRT-RTX" if m.flavour == "tensorrt_rtx" else "TensorRT"
@@ -79,3 +108,7 @@ def register(app: typer.Typer) -> None:
         for note in result.notes:
             typer.echo(f"note: {note}")
         typer.echo(f"manifest: {result.manifest_path}")
+        if check is not None:
+            if check.reason:
+                typer.echo(f"note: the engine cannot run here ({check.reason})")
+            typer.echo(f"verified: {check.summary()}")

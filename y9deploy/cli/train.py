@@ -1,4 +1,4 @@
-"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9train.validate.val_checkpoint``."""
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9train.validate_deployed.val_model``."""
 
 from __future__ import annotations
 
@@ -173,8 +173,18 @@ def train_command(
 
 def val_command(
     data: Annotated[Path, typer.Option("--data", help="data.yaml.")],
-    model: Annotated[Path, typer.Option("--model", help="A y9 or official YOLOv9 checkpoint.")],
-    imgsz: Annotated[int, typer.Option("--imgsz", help="Validation size, pixels.")] = 640,
+    model: Annotated[
+        Path,
+        typer.Option(
+            "--model",
+            help="A y9 or official YOLOv9 checkpoint (.pt), or the deployed file itself: an ONNX model (.onnx) "
+            "or a TensorRT engine (.engine), run through Detector.",
+        ),
+    ],
+    imgsz: Annotated[
+        int | None,
+        typer.Option("--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."),
+    ] = None,
     batch: Annotated[int, typer.Option("--batch")] = 32,
     conf: Annotated[float, typer.Option("--conf", help="Score threshold.")] = 0.001,
     iou: Annotated[float, typer.Option("--iou", help="NMS IoU threshold.")] = 0.7,
@@ -182,10 +192,10 @@ def val_command(
     workers: Annotated[int, typer.Option("--workers")] = 8,
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
 ) -> None:
-    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint on a data.yaml split."""
-    from y9train.validate import val_checkpoint
+    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
+    from y9train.validate_deployed import val_model
 
-    res = val_checkpoint(
+    res = val_model(
         data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
     )
     m = res.metrics

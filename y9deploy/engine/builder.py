@@ -142,8 +142,9 @@ def _tensors(network: Any, trt: Any, count: int, getter: str) -> list[dict[str, 
     return tensors
 
 
-def _onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, list[str]]:
-    """The ONNX the parser reads: converted to FP16 first where this flavour is strongly typed."""
+def parser_onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, list[str]]:
+    """The ONNX the parser reads: converted to FP16 first where this flavour is strongly typed (also what
+    ``engine.verify`` evaluates when the engine cannot run here)."""
     if fp16 and fl.fp16_by_onnx_conversion and not info.half:
         from y9deploy.export.fp16 import convert_to_fp16
 
@@ -196,7 +197,7 @@ def build_engine_report(
 
     trt = fl.trt
     logger = _make_logger(trt)
-    data, notes = _onnx_bytes(info, fl, fp16)
+    data, notes = parser_onnx_bytes(info, fl, fp16)
     builder = trt.Builder(logger)
     network = builder.create_network(fl.network_flags())
     parser = trt.OnnxParser(network, logger)

@@ -1,0 +1,94 @@
+"""``y9 val`` on the very file that is deployed: an ONNX model or a TensorRT engine, run through ``Detector``
+(its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9train.metrics.evaluate``,
+the ``ValResult`` of ``y9train.validate``).
+
+``val_model`` is the one function that decides: ``.pt`` checkpoints go to ``validate.val_checkpoint`` (the
+training-time validation loop), every other model file to ``val_deployed``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from y9deploy.errors import DataError
+
+
+def val_deployed(
+    data,
+    model: str | Path,
+    *,
+    imgsz: int | None = None,
+    batch: int = 16,
+    conf: float = 0.001,
+    iou: float = 0.7,
+    max_det: int = 300,
+    device: str | None = None,
+    workers: int = 8,
+    split: str = "val",
+):
+    """COCO metrics of an ``.onnx`` / ``.engine`` file (or any file ``Detector`` opens) on a data.yaml split.
+
+    Thresholds as the checkpoint validation (conf 0.001, iou 0.7, max_det 300, one label per box). ``imgsz``:
+    None lets the file decide (ONNX models and engines fix their input size; a different value is refused by
+    ``Detector``). Returns ``y9train.validate.ValResult``.
+    """
+    from y9deploy import Detector
+    from y9train.data import load_data_yaml, load_labels
+    from y9train.data.dataset import normalised_to_pixels
+    from y9train.metrics import evaluate
+    from y9train.validate import METRIC_KEYS, ValResult, require_metrics_backend
+
+    if int(batch) < 1:
+        raise ValueError(f"batch is {batch}; expected a positive number of images per call.")
+    require_metrics_backend()
+    cfg = load_data_yaml(data, require=(split,))
+    labels = load_labels(cfg.image_files(split), cfg.nc, workers=workers)
+    t_start = time.perf_counter()
+    preds: list[np.ndarray] = []
+    infer_s = 0.0
+    with Detector(model, device=device, imgsz=imgsz, conf=conf, iou=iou, max_det=max_det) as det:
+        if len(det.names) != cfg.nc:
+            raise DataError(
+                f"model {model} predicts {len(det.names)} classes but data.yaml {cfg.yaml_path} has "
+                f"nc={cfg.nc}; expected the same number of classes."
+            )
+        for start in range(0, len(labels.files), batch):
+            chunk = labels.files[start : start + batch]
+            t0 = time.perf_counter()
+            for d in det.predict(list(chunk)):
+                preds.append(
+                    np.concatenate(
+                        [d.xyxy, d.confidence[:, None], d.class_id[:, None].astype(np.float32)], 1
+                    ).astype(np.float32)
+                )
+            infer_s += time.perf_counter() - t0
+    targets = [
+        normalised_to_pixels(lb, int(hw[1]), int(hw[0])) for lb, hw in zip(labels.labels, labels.shapes)
+    ]
+    res = evaluate(preds, targets, nc=cfg.nc, names=cfg.names)
+    return ValResult(
+        metrics={k: float(res[k]) for k in METRIC_KEYS},
+        per_class=res["per_class"],
+        images=res["n_images"],
+        targets=res["n_targets"],
+        detections=res["n_preds"],
+        seconds=time.perf_counter() - t_start,
+        ms_per_image=1000.0 * infer_s / max(res["n_images"], 1),
+    )
+
+
+def val_model(data, model: str | Path, *, imgsz: int | None = None, **kwargs):
+    """``y9 val``: a ``.pt`` checkpoint through the training-time validation (imgsz default 640), an ONNX model or
+    engine through ``val_deployed``. Returns ``y9train.validate.ValResult``."""
+    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
+
+    backend_kind(model)  # one sentence for a suffix no backend opens
+    if Path(model).suffix.lower() in TORCH_SUFFIXES:
+        from y9train.validate import val_checkpoint
+
+        return val_checkpoint(data, model, imgsz=640 if imgsz is None else imgsz, **kwargs)
+    kwargs.pop("amp", None)
+    return val_deployed(data, model, imgsz=imgsz, **kwargs)
