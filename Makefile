@@ -1,5 +1,5 @@
 # Two commands for a fresh machine (see README.md):
-#   make demo   set up .venv, then run the demo (checkpoint -> ONNX -> engine -> Detector -> benchmark)
+#   make demo   set up .venv, then run the demo (embedded model -> ONNX -> engine -> Detector -> benchmark)
 #   make test   set up .venv, then run the test suite
 PYTHON ?= python3
 VENV   := .venv

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from y9deploy.postprocess import postprocess
+from y9deploy.preprocess import prepare
 
 torch = pytest.importorskip("torch")
 from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
@@ -69,20 +70,17 @@ def test_batched_edge_cases():
         batched_postprocess_torch(torch.zeros(2, 4, 10))
 
 
-def test_gpu_pipeline_with_torch_backend_on_cpu(tmp_path):
+def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
     """TorchBackend returns torch tensors to the GpuPipeline: batched post-processing on them gives the host
-    path's detections (CPU letterbox) or nearly (torch letterbox, within one grey level)."""
+    path's detections (CPU letterbox) or nearly (torch letterbox, within one grey level). The embedded model
+    (trained weights) at 256."""
     from y9deploy import Detector
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
-    from y9train.checkpoint import save_checkpoint
-    from y9train.models import build_model
 
-    torch.manual_seed(0)
-    pt = save_checkpoint(build_model("gelan-t", nc=3).eval(), tmp_path / "gt.pt")
     frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
-    with Detector(pt, imgsz=128, device="cpu") as det:
-        raw = det.backend.infer(np.zeros((1, 3, 128, 128), np.float32))["output0"]
-        conf = float(np.sort(raw[0, 4:].max(0))[-40])
+    with Detector(embedded_pt, imgsz=256, device="cpu") as det:
+        raw = det.backend.infer(prepare(frames, 256)[0])["output0"]
+        conf = float(min(np.sort(raw[i, 4:].max(0))[-40] for i in range(2)))  # tens of candidates per image
         host = det.predict(frames, conf=conf)
         det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
         for a, b in zip(host, det.predict(frames, conf=conf)):

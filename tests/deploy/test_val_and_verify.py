@@ -1,0 +1,154 @@
+"""``y9 val`` on the deployed file (.onnx, .engine) and ``y9 build-engine --verify`` (issue 11), on the embedded
+model and coco128's val split (16 images) at IMGSZ.
+
+A broken build is made the way a real one breaks: an ONNX whose last convolution (the DFL projection) is zeroed,
+verified against the intact source checkpoint; and an ONNX that is exact in FP32 but overflows in FP16 (the
+input of its last class convolution scaled by 1e5, its output by 1e-5), verified against itself: only the FP16
+ONNX that TensorRT-RTX builds from breaks.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_path
+from tests.deploy.embedded import IMGSZ
+
+pytestmark = pytest.mark.slow
+
+
+def _y9(*args: str) -> subprocess.CompletedProcess:
+    """The real command line (``y9 ...``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "y9deploy.cli", *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def _coco128() -> str:
+    return str(shared_path("datasets", "coco128", "data.yaml"))
+
+
+def _map(output: str) -> tuple[float, float]:
+    """(mAP50, mAP50-95) in points from the ``all`` row of ``y9 val``'s table."""
+    row = next(line for line in output.splitlines() if line.startswith("all "))
+    *_, m50, m5095 = row.split()
+    return float(m50), float(m5095)
+
+
+def test_val_onnx_agrees_with_val_pt(embedded_pt, embedded_export):
+    """The same model through the checkpoint validation loop and through Detector on its ONNX: within 0.3 points."""
+    onnx_path = embedded_export()
+    pt = _y9("val", "--data", _coco128(), "--model", str(embedded_pt), "--imgsz", str(IMGSZ), "--workers", "1")
+    assert pt.returncode == 0, pt.stderr[-2000:]
+    ox = _y9("val", "--data", _coco128(), "--model", str(onnx_path), "--workers", "1")
+    assert ox.returncode == 0, ox.stderr[-2000:]
+    (pt50, pt5095), (ox50, ox5095) = _map(pt.stdout), _map(ox.stdout)
+    assert pt.stdout.splitlines()[0].startswith("16 images, 117 boxes")
+    assert ox.stdout.splitlines()[0].startswith("16 images, 117 boxes")
+    assert pt50 > 10.0, pt.stdout  # a trained model: the agreement is not 0 == 0
+    assert abs(pt5095 - ox5095) <= 0.3 and abs(pt50 - ox50) <= 0.5, (pt.stdout, ox.stdout)
+
+
+def test_val_refuses_a_size_the_onnx_does_not_have(embedded_export):
+    res = _y9("val", "--data", _coco128(), "--model", str(embedded_export()), "--imgsz", "640", "--workers", "1")
+    assert res.returncode == 2 and "error:" in res.stderr and "640" in res.stderr, res.stderr[-2000:]
+
+
+def _edited(src, dst, edit) -> str:
+    """A copy of ONNX ``src`` at ``dst`` with ``edit(model)`` applied (in place); returns ``str(dst)``."""
+    import onnx
+
+    model = onnx.load(str(src))
+    edit(model)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(dst))
+    return str(dst)
+
+
+def _zero_last_conv(model) -> None:
+    from onnx import numpy_helper
+
+    conv = [n for n in model.graph.node if n.op_type == "Conv"][-1]
+    init = next(i for i in model.graph.initializer if i.name == conv.input[1])
+    init.CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(init)), init.name))
+
+
+def _fp16_overflow(model) -> None:
+    """conv(x) -> 1e-5 * conv'(1e5 * x) with conv' = conv with its bias times 1e5: the same in FP32, inf in FP16."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    idx, conv = next((i, n) for i, n in reversed(list(enumerate(g.node))) if n.op_type == "Conv" and len(n.input) == 3)
+    bias = next(i for i in g.initializer if i.name == conv.input[2])
+    bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) * np.float32(1e5), bias.name))
+    g.initializer.extend([
+        numpy_helper.from_array(np.array(1e5, np.float32), "y9test_up"),
+        numpy_helper.from_array(np.array(1e-5, np.float32), "y9test_down"),
+    ])
+    src, out = conv.input[0], conv.output[0]
+    conv.input[0], conv.output[0] = "y9test_scaled_in", "y9test_scaled_out"
+    g.node.insert(idx, helper.make_node("Mul", [src, "y9test_up"], ["y9test_scaled_in"]))
+    g.node.insert(idx + 2, helper.make_node("Mul", ["y9test_scaled_out", "y9test_down"], [out]))
+    assert onnx.checker.check_model(model) is None
+
+
+def test_verify_passes_the_embedded_model(embedded_export, tmp_path):
+    pytest.importorskip("tensorrt_rtx")
+    engine = tmp_path / "good.engine"
+    res = _y9("build-engine", str(embedded_export(dynamic_batch=True)), "-o", str(engine), "--batch", "1:4:8",
+              "--target", "sm89", "--verify", _coco128())  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert engine.is_file() and engine.with_name("good.engine.json").is_file()
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("verified:"))
+    assert "the FP16 ONNX the engine was built from" in line  # no sm89 GPU here
+    drop = float(re.search(r"a drop of (-?[\d.]+) points", line).group(1))
+    assert drop <= 0.5
+    assert not list(tmp_path.glob(".good.engine.verify-*"))  # the staging folder is gone
+
+
+def test_verify_fails_a_broken_model_and_keeps_the_old_engine(embedded_pt, embedded_export, tmp_path):
+    pytest.importorskip("tensorrt_rtx")
+    broken = _edited(embedded_export(), tmp_path / "broken.onnx", _zero_last_conv)
+    engine = tmp_path / "m.engine"
+    engine.write_bytes(b"an earlier engine")  # a failed verification must leave it as it was
+    res = _y9("build-engine", broken, "-o", str(engine), "--target", "sm89", "--verify", _coco128(),
+              "--reference", str(embedded_pt))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr[-2000:]
+    assert "engine verification failed" in res.stderr and "was not written" in res.stderr
+    assert engine.read_bytes() == b"an earlier engine" and not engine.with_name("m.engine.json").exists()
+    assert not list(tmp_path.glob(".m.engine.verify-*"))
+
+
+def test_verify_catches_an_fp16_only_failure(embedded_export, tmp_path):
+    """Exact in FP32 (ONNX Runtime agrees with the intact model), broken in FP16: the check sees the FP16 ONNX."""
+    pytest.importorskip("tensorrt_rtx")
+    import onnxruntime as ort
+
+    from tests.deploy.embedded import coco8_images
+    from y9deploy.preprocess import prepare
+
+    src = embedded_export()
+    fragile = _edited(src, tmp_path / "fragile.onnx", _fp16_overflow)
+    x, _ = prepare([coco8_images()[4].frame], IMGSZ)
+    run = lambda p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]  # noqa: E731
+    a, b = run(str(src)), run(fragile)
+    assert np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-3  # the FP32 graph is still the model
+    res = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128())
+    assert res.returncode == 2 and "engine verification failed" in res.stderr, res.stdout + res.stderr[-2000:]
+    assert not (tmp_path / "f.engine").exists()
+    ok = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),
+             "--verify-threshold", "100")  # fmt: skip
+    assert ok.returncode == 0 and (tmp_path / "f.engine").is_file(), ok.stderr[-2000:]
+
+
+def test_verify_bad_options(embedded_export, tmp_path):
+    res = _y9("build-engine", str(embedded_export()), "-o", str(tmp_path / "x.engine"), "--reference", "m.pt")
+    assert res.returncode == 2 and "--reference m.pt was given without --verify" in res.stderr
+    res = _y9("build-engine", str(embedded_export()), "--verify", _coco128(), "--verify-threshold", "-1")
+    assert res.returncode != 0 and not (tmp_path / "x.engine").exists()
