@@ -55,9 +55,13 @@ def main() -> None:
     ckpt = args.weights or default_model_path()
     model = load_checkpoint(ckpt)
     info = model_info(model, args.imgsz)
-    origin = "the embedded demonstration model (trained by y9 on coco128)" if args.weights is None else "--weights"
+    origin = (
+        "the embedded demonstration model (trained by y9 on coco128)" if args.weights is None else "--weights"
+    )
     print(f"{ckpt}: {origin}")
-    print(f"{info.name}: {info.params:,} parameters, {info.gflops:.1f} GFLOPs @ {args.imgsz}, {model.nc} classes")
+    print(
+        f"{info.name}: {info.params:,} parameters, {info.gflops:.1f} GFLOPs @ {args.imgsz}, {model.nc} classes"
+    )
     done(t)
 
     t = step("2. export to ONNX (dynamic batch, simplified, checked against torch)")
@@ -67,7 +71,9 @@ def main() -> None:
 
     t = step("3. TensorRT FP16 engine, batch profile 1:4:8")
     try:
-        engine = build_engine(onnx_path, out / f"{model.name}-sm89.engine", fp16=True, batch=(1, 4, 8), target="sm89")
+        engine = build_engine(
+            onnx_path, out / f"{model.name}-sm89.engine", fp16=True, batch=(1, 4, 8), target="sm89"
+        )
     except Exception as exc:  # no TensorRT flavour installed, or none that builds ahead of time here
         print(f"skipped: {exc}")
     else:
@@ -91,7 +97,9 @@ def main() -> None:
         print(f"{img_path.name}: {len(d)} objects: {found or '-'}{more}")
         cv2.imwrite(str(out / f"annotated-{img_path.stem}.jpg"), draw_detections(frame, d))
         records.append({"image": img_path.name, **d.to_dict()})
-    (out / "detections.json").write_text(json.dumps({"model": str(onnx_path.name), "results": records}, indent=1))
+    (out / "detections.json").write_text(
+        json.dumps({"model": str(onnx_path.name), "results": records}, indent=1)
+    )
     with Detector(ckpt, conf=0.25, imgsz=args.imgsz, device="cpu") as det_pt:
         same = sum(len(a) == len(b) for a, b in zip(dets, det_pt.predict(frames)))
     print(f"the checkpoint itself (PyTorch) finds as many objects as the ONNX on {same}/{len(IMAGES)} images")

@@ -11,7 +11,6 @@ import fnmatch
 import json
 import subprocess
 import sys
-import tomllib
 
 import numpy as np
 import pytest
@@ -40,7 +39,10 @@ def test_default_model_path_is_package_data_and_imports_without_torch():
     assert res.stdout.strip() == str(path)
     assert path.is_file() and path.stat().st_size < 15e6
     assert (path.parent / "MODEL_CARD.md").is_file()
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["y9deploy"]
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "y9deploy"
+    ]
     for asset in ("assets/y9-coco128.pt", "assets/MODEL_CARD.md"):  # an install carries both
         assert any(fnmatch.fnmatch(asset, g) for g in globs), (asset, globs)
 
@@ -65,7 +67,9 @@ def test_missing_embedded_model_is_one_sentence(monkeypatch, tmp_path):
     from y9deploy.errors import ModelFileError
 
     monkeypatch.setattr(dm, "DEFAULT_MODEL_FILE", tmp_path / "assets" / "y9-coco128.pt")
-    with pytest.raises(ModelFileError, match=r"embedded default model .*y9-coco128\.pt is missing.*reinstall"):
+    with pytest.raises(
+        ModelFileError, match=r"embedded default model .*y9-coco128\.pt is missing.*reinstall"
+    ):
         Detector()
     assert dm.default_model_path(check=False) == tmp_path / "assets" / "y9-coco128.pt"
 

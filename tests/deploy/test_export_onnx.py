@@ -1,9 +1,9 @@
-"""export_onnx on a small model (gelan-t with the official fixture weights) at 160-256: graph, shapes,
-metadata, parity, checkpoints, bad input.
+"""export_onnx on the embedded default model (trained weights, at 160-320): graph, shapes, metadata, parity,
+checkpoints, bad input; the official dual checkpoint against the official outputs.
 
-The fixture weights keep the network sensitive to its input and well-conditioned in float32 on uniform
-noise at these sizes; a default-initialised network is not useful here (its output hardly depends on the
-input, so any comparison would pass).
+Trained weights keep the network sensitive to its input and well-conditioned in float32, so the torch vs
+ONNX Runtime comparisons hold on any x86-64 CPU; a default-initialised network is not useful here (its output
+hardly depends on the input, so any comparison would pass).
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from y9deploy.export.onnx_export import export_onnx, export_onnx_report, parse_i
 
 
 @pytest.fixture(scope="module")
-def small_model():
-    from tests.train.model_fixtures import official_weights_model
+def small_model(embedded_pt):
+    """The embedded model (float32, eval mode). Tests that change it work on a copy."""
+    from y9train.checkpoint import load_checkpoint
 
-    return official_weights_model("gelan-t")
+    return load_checkpoint(embedded_pt)
 
 
 def _run(path, x):
@@ -49,6 +50,7 @@ def _dims(vi):
 
 def test_static_rectangular_export(small_model, tmp_path):
     before = {k: v.clone() for k, v in small_model.state_dict().items()}
+    had_bn = any(isinstance(m, nn.BatchNorm2d) for m in small_model.modules())
     report = export_onnx_report(small_model, tmp_path / "m.onnx", imgsz=(192, 256))
     path = report.path
     assert path == tmp_path / "m.onnx" and not list(tmp_path.glob("*.tmp"))
@@ -84,13 +86,13 @@ def test_static_rectangular_export(small_model, tmp_path):
         and meta.stride == [8.0, 16.0, 32.0]
         and meta.imgsz == (192, 256)
     )
-    assert meta.letterbox == LETTERBOX and meta.model == "gelan-t" and meta.y9_version
+    assert meta.letterbox == LETTERBOX and meta.model == small_model.name and meta.y9_version
     assert (meta.end2end, meta.dynamic_batch, meta.half) == (False, False, False)
     assert len(meta.source_sha256) == 64
     props = {p.key: p.value for p in model.metadata_props}
     assert json.loads(props["imgsz"]) == [192, 256] and props["half"] == "0"
     # the caller's model is untouched (not fused, same weights)
-    assert any(isinstance(m, nn.BatchNorm2d) for m in small_model.modules())
+    assert any(isinstance(m, nn.BatchNorm2d) for m in small_model.modules()) == had_bn
     assert all(torch.equal(before[k], v) for k, v in small_model.state_dict().items())
 
 
@@ -139,12 +141,14 @@ def test_half_export(small_model, tmp_path):
     assert read_metadata(report.path).half and report.path.stat().st_size < 0.6 * fp32_weight_bytes
 
 
-def test_half_end2end_export(small_model, tmp_path):
-    """FP16 raw graph + float32 NMS part: the end2end outputs equal the host postprocess of the FP16 raw output."""
+def test_half_end2end_export(small_model, tmp_path, coco8):
+    """FP16 raw graph + float32 NMS part: the end2end outputs equal the host postprocess of the FP16 raw output
+    (two coco8 photos at 320)."""
     from y9deploy.postprocess import postprocess
+    from y9deploy.preprocess import prepare
 
     report = export_onnx_report(
-        small_model, tmp_path / "he.onnx", imgsz=160, half=True, end2end=True, dynamic_batch=True
+        small_model, tmp_path / "he.onnx", imgsz=320, half=True, end2end=True, dynamic_batch=True
     )
     model = onnx.load(str(report.path))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
@@ -157,7 +161,7 @@ def test_half_end2end_export(small_model, tmp_path):
     )
     model.graph.output.append(onnx.helper.make_tensor_value_info("output0", onnx.TensorProto.FLOAT16, None))
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(4).random((2, 3, 160, 160), dtype=np.float32).astype(np.float16)
+    x, _ = prepare([coco8[4].frame, coco8[5].frame], 320, dtype=np.float16)
     num, boxes, scores, classes, raw = sess.run(
         ["num_dets", "boxes", "scores", "classes", "output0"], {"images": x}
     )

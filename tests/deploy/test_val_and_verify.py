@@ -43,7 +43,9 @@ def _map(output: str) -> tuple[float, float]:
 def test_val_onnx_agrees_with_val_pt(embedded_pt, embedded_export):
     """The same model through the checkpoint validation loop and through Detector on its ONNX: within 0.3 points."""
     onnx_path = embedded_export()
-    pt = _y9("val", "--data", _coco128(), "--model", str(embedded_pt), "--imgsz", str(IMGSZ), "--workers", "1")
+    pt = _y9(
+        "val", "--data", _coco128(), "--model", str(embedded_pt), "--imgsz", str(IMGSZ), "--workers", "1"
+    )
     assert pt.returncode == 0, pt.stderr[-2000:]
     ox = _y9("val", "--data", _coco128(), "--model", str(onnx_path), "--workers", "1")
     assert ox.returncode == 0, ox.stderr[-2000:]
@@ -55,7 +57,9 @@ def test_val_onnx_agrees_with_val_pt(embedded_pt, embedded_export):
 
 
 def test_val_refuses_a_size_the_onnx_does_not_have(embedded_export):
-    res = _y9("val", "--data", _coco128(), "--model", str(embedded_export()), "--imgsz", "640", "--workers", "1")
+    res = _y9(
+        "val", "--data", _coco128(), "--model", str(embedded_export()), "--imgsz", "640", "--workers", "1"
+    )
     assert res.returncode == 2 and "error:" in res.stderr and "640" in res.stderr, res.stderr[-2000:]
 
 
@@ -84,13 +88,17 @@ def _fp16_overflow(model) -> None:
     from onnx import helper, numpy_helper
 
     g = model.graph
-    idx, conv = next((i, n) for i, n in reversed(list(enumerate(g.node))) if n.op_type == "Conv" and len(n.input) == 3)
+    idx, conv = next(
+        (i, n) for i, n in reversed(list(enumerate(g.node))) if n.op_type == "Conv" and len(n.input) == 3
+    )
     bias = next(i for i in g.initializer if i.name == conv.input[2])
     bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) * np.float32(1e5), bias.name))
-    g.initializer.extend([
-        numpy_helper.from_array(np.array(1e5, np.float32), "y9test_up"),
-        numpy_helper.from_array(np.array(1e-5, np.float32), "y9test_down"),
-    ])
+    g.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(1e5, np.float32), "y9test_up"),
+            numpy_helper.from_array(np.array(1e-5, np.float32), "y9test_down"),
+        ]
+    )
     src, out = conv.input[0], conv.output[0]
     conv.input[0], conv.output[0] = "y9test_scaled_in", "y9test_scaled_out"
     g.node.insert(idx, helper.make_node("Mul", [src, "y9test_up"], ["y9test_scaled_in"]))
@@ -139,7 +147,9 @@ def test_verify_catches_an_fp16_only_failure(embedded_export, tmp_path):
     run = lambda p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]  # noqa: E731
     a, b = run(str(src)), run(fragile)
     assert np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-3  # the FP32 graph is still the model
-    res = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128())
+    res = _y9(
+        "build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128()
+    )
     assert res.returncode == 2 and "engine verification failed" in res.stderr, res.stdout + res.stderr[-2000:]
     assert not (tmp_path / "f.engine").exists()
     ok = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),

@@ -64,7 +64,9 @@ def register(app: typer.Typer) -> None:
                 "--reference", help="Source model for --verify (.pt or .onnx; default: the ONNX being built)."
             ),
         ] = None,
-        verify_split: Annotated[str, typer.Option("--verify-split", help="data.yaml split for --verify.")] = "val",
+        verify_split: Annotated[
+            str, typer.Option("--verify-split", help="data.yaml split for --verify.")
+        ] = "val",
     ) -> None:
         """Build a TensorRT engine (FP16 by default) and its manifest <engine>.json."""
         from rich.console import Console
@@ -85,7 +87,9 @@ def register(app: typer.Typer) -> None:
         )
         check = None
         if verify is None and reference is not None:
-            raise ValueError(f"--reference {reference} was given without --verify; expected --verify DATA.yaml too.")
+            raise ValueError(
+                f"--reference {reference} was given without --verify; expected --verify DATA.yaml too."
+            )
         if verify is not None:
             kwargs = dict(kwargs, data=verify, reference=reference, threshold_points=verify_threshold)
             kwargs["split"] = verify_split

@@ -54,7 +54,9 @@ def register(app: typer.Typer) -> None:
         ],
         model: Annotated[
             Path | None,
-            typer.Option("--model", "-m", help="Model file: .engine, .onnx or .pt (default: the embedded model)."),
+            typer.Option(
+                "--model", "-m", help="Model file: .engine, .onnx or .pt (default: the embedded model)."
+            ),
         ] = None,
         conf: Annotated[float, typer.Option("--conf", min=0.0, max=1.0, help="Score threshold.")] = 0.25,
         iou: Annotated[float, typer.Option("--iou", min=0.0, max=1.0, help="NMS IoU threshold.")] = 0.45,

@@ -183,7 +183,9 @@ def val_command(
     ],
     imgsz: Annotated[
         int | None,
-        typer.Option("--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."),
+        typer.Option(
+            "--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."
+        ),
     ] = None,
     batch: Annotated[int, typer.Option("--batch")] = 32,
     conf: Annotated[float, typer.Option("--conf", help="Score threshold.")] = 0.001,
