@@ -29,6 +29,12 @@ def _y9(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _local_cc() -> str:
+    from y9deploy.engine.gpu import current_compute_capability
+
+    return str(current_compute_capability())
+
+
 def _coco128() -> str:
     return str(shared_path("datasets", "coco128", "data.yaml"))
 
@@ -118,6 +124,10 @@ def test_verify_passes_the_embedded_model(embedded_export, tmp_path):
     drop = float(re.search(r"a drop of (-?[\d.]+) points", line).group(1))
     assert drop <= 0.5
     assert not list(tmp_path.glob(".good.engine.verify-*"))  # the staging folder is gone
+    # y9 val takes the engine too; this one is for an sm89 GPU, which this machine lacks: one sentence says so
+    val = _y9("val", "--data", _coco128(), "--model", str(engine), "--workers", "1")
+    if "sm89" not in _local_cc():
+        assert val.returncode == 2 and "built for sm89" in val.stderr, val.stderr[-2000:]
 
 
 def test_verify_fails_a_broken_model_and_keeps_the_old_engine(embedded_pt, embedded_export, tmp_path):
