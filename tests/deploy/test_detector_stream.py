@@ -23,12 +23,9 @@ IMGS = [TEST_DATA / n for n in ("000000000036.jpg", "000000000042.jpg")]
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    from y9train.checkpoint import save_checkpoint
-    from y9train.models import build_model
-
-    torch.manual_seed(0)
-    return save_checkpoint(build_model("gelan-t", nc=3).eval(), tmp_path_factory.mktemp("stream") / "gt.pt")
+def checkpoint(embedded_pt):
+    """The embedded default model (trained weights), run at 128 here."""
+    return embedded_pt
 
 
 def make_batches():
@@ -145,7 +142,8 @@ def test_stream_errors(checkpoint):
 
 
 def test_benchmark_stream_mode(checkpoint, tmp_path):
-    frames = [synthetic_frame(120, 200, seed=s) for s in range(3)]
+    a, b = (cv2.resize(cv2.imread(str(p)), (200, 120)) for p in IMGS)  # photos: the trained model finds objects
+    frames = [a, b, np.ascontiguousarray(a[:, ::-1])]
     kw = dict(batch_sizes=(1, 3), iters=4, warmup=1, frames=frames, device="cpu", imgsz=128, conf=0.01)
     plain = benchmark(checkpoint, **kw)
     res = benchmark(checkpoint, stream=True, **kw)

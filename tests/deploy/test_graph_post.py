@@ -133,18 +133,16 @@ def test_bad_input():
         GraphPost(3, "cpu", graphs=True)
 
 
-def test_gpu_pipeline_uses_graph_post(tmp_path):
-    """GpuPipeline(graph_post=True) on CPU tensors: predict and predict_stream give the host path's detections."""
+def test_gpu_pipeline_uses_graph_post(embedded_pt):
+    """GpuPipeline(graph_post=True) on CPU tensors: predict and predict_stream give the host path's detections
+    (the embedded model, at 128)."""
     import cv2
 
     from tests.conftest import TEST_DATA
     from y9deploy import Detector
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
-    from y9train.checkpoint import save_checkpoint
-    from y9train.models import build_model
 
-    torch.manual_seed(0)
-    pt = save_checkpoint(build_model("gelan-t", nc=3).eval(), tmp_path / "gt.pt")
+    pt = embedded_pt
     frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
     with Detector(pt, imgsz=128, device="cpu") as det:
         from y9deploy.preprocess import prepare
