@@ -142,7 +142,8 @@ def test_stream_errors(checkpoint):
 
 
 def test_benchmark_stream_mode(checkpoint, tmp_path):
-    a, b = (cv2.resize(cv2.imread(str(p)), (200, 120)) for p in IMGS)  # photos: the trained model finds objects
+    # photos: the trained model finds objects in them
+    a, b = (cv2.resize(cv2.imread(str(p)), (200, 120)) for p in IMGS)
     frames = [a, b, np.ascontiguousarray(a[:, ::-1])]
     kw = dict(batch_sizes=(1, 3), iters=4, warmup=1, frames=frames, device="cpu", imgsz=128, conf=0.01)
     plain = benchmark(checkpoint, **kw)
