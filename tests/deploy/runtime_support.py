@@ -1,5 +1,6 @@
 """Test support for the runtime tests: a tiny y9-layout network exported to ONNX, a slow reference
-detector pipeline, and BatchNorm re-estimation for the fixture weights on real images.
+detector pipeline and a planted-object detector. Comparisons of real networks across backends use the embedded trained model
+(tests/deploy/embedded.py).
 
 The tiny net has the I/O names and metadata layout of a y9 export (CONTRACTS.md): input ``images``
 [B, 3, H, W] RGB 0..1, output ``output0`` [B, 4 + nc, A] (cx, cy, w, h in input pixels, then sigmoid class
@@ -189,36 +190,6 @@ def reference_detect(session, frame: np.ndarray, hw: tuple[int, int], conf: floa
     out[:, [0, 2]] = ((out[:, [0, 2]] - left) * (w0 / nw)).clip(0, w0)
     out[:, [1, 3]] = ((out[:, [1, 3]] - top) * (h0 / nh)).clip(0, h0)
     return out, scores_a[keep], classes_a[keep]
-
-
-# ------------------------------------------------------------------------------------------ BN re-estimation
-def letterboxed_batch(paths: list[Path], imgsz: int) -> np.ndarray:
-    """Images -> float32 [B, 3, imgsz, imgsz] RGB 0..1 (reference letterbox)."""
-    out = []
-    for p in paths:
-        img, _, _ = reference_letterbox(cv2.imread(str(p)), (imgsz, imgsz))
-        out.append(img[:, :, ::-1].transpose(2, 0, 1).astype(np.float32) / 255)
-    return np.stack(out)
-
-
-def reestimate_bn(model, batches: list[np.ndarray]):
-    """Re-estimate every BatchNorm's running statistics on real images: reset them, momentum=None (a true
-    average over the passes), train-mode forward passes without gradients, back to eval. Returns ``model``."""
-    import torch
-    from torch import nn
-
-    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    for m in bns:
-        m.reset_running_stats()
-        m.momentum = None
-    model.train()
-    with torch.no_grad():
-        for b in batches:
-            model(torch.from_numpy(b))
-    model.eval()
-    for m in bns:
-        m.momentum = 0.03
-    return model
 
 
 # ------------------------------------------------------------------------------------------ planted objects
