@@ -172,3 +172,16 @@ def test_verify_bad_options(embedded_export, tmp_path):
     assert res.returncode == 2 and "--reference m.pt was given without --verify" in res.stderr
     res = _y9("build-engine", str(embedded_export()), "--verify", _coco128(), "--verify-threshold", "-1")
     assert res.returncode != 0 and not (tmp_path / "x.engine").exists()
+
+
+def test_val_deployed_refuses_another_class_count(tmp_path):
+    from tests.conftest import TEST_DATA
+    from tests.deploy.runtime_support import export_tiny_onnx
+    from y9deploy.errors import DataError
+    from y9train.validate_deployed import val_model
+
+    tiny = export_tiny_onnx(tmp_path / "tiny.onnx", nc=3, imgsz=(96, 128))
+    with pytest.raises(DataError, match=r"tiny\.onnx predicts 3 classes but data\.yaml .*coco8\.yaml has nc=80"):
+        val_model(TEST_DATA / "coco8.yaml", tiny, workers=1)
+    with pytest.raises(ValueError, match=r"suffix '\.tflite'"):
+        val_model(TEST_DATA / "coco8.yaml", tmp_path / "m.tflite")
