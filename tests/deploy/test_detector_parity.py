@@ -1,6 +1,6 @@
 """Issue 4's parity check, on trained weights (issue 11): the embedded default model gives the same detections
 through ``Detector(".pt")`` (PyTorch), ``Detector(".onnx")`` (ONNX Runtime) and the end-to-end ONNX (NMS in
-the graph) on the eight coco8 images, and the same raw outputs; its FP16 export stays close.
+the graph) on the eight coco8 images, at IMGSZ, and the same raw outputs; its FP16 export stays close.
 
 The embedded model is trained, so its outputs are well conditioned: backends differ by float32 rounding only
 (measured on the real model: well under 1e-2 px and 1e-5 in score), on any x86-64 CPU. The tolerances below
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.deploy.embedded import IMGSZ, unmatched
+from tests.deploy.embedded import IMGSZ, box_iou, unmatched
 
 pytestmark = pytest.mark.slow
 CONF = 0.25
@@ -65,17 +65,24 @@ def test_raw_outputs_agree(embedded_pt, embedded_export, coco8):
 
 
 def test_fp16_export_stays_close(embedded_export, coco8, detections):
-    """The FP16 ONNX (float16 weights, input and output): the confident detections of the FP32 model are found,
-    boxes within 2 px, scores within 0.02."""
+    """The FP16 ONNX (float16 weights, input and output): at least 90% of the confident detections of the FP32
+    model are found again (same class, IoU >= 0.85, score within 0.03). FP16 rounding may let NMS keep a
+    neighbouring anchor's box, hence IoU rather than pixels."""
     from y9deploy import Detector
 
     with Detector(embedded_export(half=True), conf=CONF) as det:
-        assert det.info.half
+        assert det.info.half and det.backend.input_dtype == np.float16
         got = det.predict([im.frame for im in coco8])
     matched = total = 0
     for a, b in zip(detections["onnx"], got):
-        confident = a.confidence >= CONF + 0.05
-        total += int(confident.sum())
-        missing = unmatched(a[confident], b, box_px=2.0, score=0.02)
-        matched += int(confident.sum()) - len(missing)
-    assert total >= 10 and matched >= 0.95 * total, (matched, total)
+        for i in np.flatnonzero(a.confidence >= CONF + 0.05):
+            total += 1
+            if len(b):
+                iou = box_iou(a.xyxy[i : i + 1], b.xyxy)[0]
+                ok = (
+                    (iou >= 0.85)
+                    & (b.class_id == a.class_id[i])
+                    & (np.abs(b.confidence - a.confidence[i]) <= 0.03)
+                )
+                matched += bool(ok.any())
+    assert total >= 10 and matched >= 0.9 * total, (matched, total)
