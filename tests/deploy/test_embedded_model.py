@@ -118,3 +118,29 @@ def test_y9_predict_without_model_uses_the_embedded_one(coco8, tmp_path):
     assert len(got) == len(want) > 0
     np.testing.assert_allclose([d["xyxy"] for d in got], want.xyxy, atol=1e-3)
     assert [d["class_id"] for d in got] == want.class_id.tolist()
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path):
+    """``make demo``'s script (at 320 to stay fast): real detections on the eight images, annotated copies, the
+    JSON files, and the sm89 engine where TensorRT-RTX is installed."""
+    import importlib.util
+
+    out = tmp_path / "demo"
+    res = subprocess.run(
+        [sys.executable, str(REPO / "samples" / "demo.py"), "--out", str(out), "--imgsz", "320"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "random" not in res.stdout
+    data = json.loads((out / "detections.json").read_text())
+    assert [r["image"] for r in data["results"]] == [
+        p.name for p in sorted((REPO / "tests" / "data").glob("*.jpg"))
+    ]
+    assert sum(len(r["detections"]) for r in data["results"]) >= 10
+    assert len(list(out.glob("annotated-*.jpg"))) == 8 and (out / "benchmark.json").is_file()
+    if importlib.util.find_spec("tensorrt_rtx") is not None:
+        assert list(out.glob("*-sm89.engine")) and list(out.glob("*-sm89.engine.json"))
