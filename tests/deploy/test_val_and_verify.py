@@ -172,6 +172,11 @@ def test_verify_bad_options(embedded_export, tmp_path):
     assert res.returncode == 2 and "--reference m.pt was given without --verify" in res.stderr
     res = _y9("build-engine", str(embedded_export()), "--verify", _coco128(), "--verify-threshold", "-1")
     assert res.returncode != 0 and not (tmp_path / "x.engine").exists()
+    out = ["-o", str(tmp_path / "x.engine"), "--target", "sm89"]
+    res = _y9("build-engine", str(embedded_export()), *out, "--verify", str(tmp_path / "none.yaml"))
+    assert res.returncode == 2 and "none.yaml" in res.stderr and not (tmp_path / "x.engine").exists()
+    res = _y9("build-engine", str(embedded_export()), *out, "--verify", _coco128(), "--reference", "m.pt")
+    assert res.returncode == 2 and "reference model m.pt does not exist" in res.stderr
 
 
 def test_val_deployed_refuses_another_class_count(tmp_path):
@@ -181,7 +186,9 @@ def test_val_deployed_refuses_another_class_count(tmp_path):
     from y9train.validate_deployed import val_model
 
     tiny = export_tiny_onnx(tmp_path / "tiny.onnx", nc=3, imgsz=(96, 128))
-    with pytest.raises(DataError, match=r"tiny\.onnx predicts 3 classes but data\.yaml .*coco8\.yaml has nc=80"):
+    with pytest.raises(
+        DataError, match=r"tiny\.onnx predicts 3 classes but data\.yaml .*coco8\.yaml has nc=80"
+    ):
         val_model(TEST_DATA / "coco8.yaml", tiny, workers=1)
     with pytest.raises(ValueError, match=r"suffix '\.tflite'"):
         val_model(TEST_DATA / "coco8.yaml", tmp_path / "m.tflite")

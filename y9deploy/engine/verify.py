@@ -188,8 +188,12 @@ def build_engine_verified(
     check passes. Returns ``(BuildResult, VerifyResult)``; raises ``EngineVerificationError`` otherwise."""
     from y9deploy.engine.builder import build_engine_report
     from y9deploy.engine.manifest import manifest_path
+    from y9train.data import load_data_yaml
 
     _check_threshold(threshold_points)
+    load_data_yaml(data, require=(split,))  # bad data or a missing reference: refused before the build
+    if reference is not None and not Path(reference).is_file():
+        raise FileNotFoundError(f"reference model {reference} does not exist; expected a .pt or .onnx file.")
     onnx_path = Path(onnx_path)
     final = Path(engine_path) if engine_path is not None else onnx_path.with_suffix(".engine")
     final.parent.mkdir(parents=True, exist_ok=True)
