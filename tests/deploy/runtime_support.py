@@ -1,6 +1,6 @@
 """Test support for the runtime tests: a tiny y9-layout network exported to ONNX, a slow reference
-detector pipeline and a planted-object detector. Comparisons of real networks across backends use the embedded trained model
-(tests/deploy/embedded.py).
+detector pipeline and a planted-object detector. Comparisons of real networks across backends use the embedded
+trained model (tests/deploy/embedded.py).
 
 The tiny net has the I/O names and metadata layout of a y9 export (CONTRACTS.md): input ``images``
 [B, 3, H, W] RGB 0..1, output ``output0`` [B, 4 + nc, A] (cx, cy, w, h in input pixels, then sigmoid class
