@@ -103,7 +103,7 @@ STREAM_REASON = "no camera or stream server here: a short video file stands in (
 
 # Options whose value is a file the command reads (for INPUTS); the first positional word is the source (all of
 # them for benchmark). Only words that look like paths (a suffix, or a trailing / for a folder) get stand-ins.
-INPUT_OPTIONS = {"--model", "-m", "--rules", "-r", "--data", "--source", "--check-images"}
+INPUT_OPTIONS = {"--model", "-m", "--rules", "-r", "--data", "--source", "--check-images", "--verify", "--reference"}
 
 
 @cache
@@ -242,7 +242,7 @@ class StandIns:
     def __init__(self, repo: Path, cache: Path):
         self.repo, self.cache = repo, cache
         cache.mkdir(parents=True, exist_ok=True)
-        self.images = sorted((repo / "tests" / "data").glob("*.jpg"))
+        self.images = [repo / "tests" / "data" / n for n in ("000000000036.jpg", "000000000042.jpg")]
         self.made: list[str] = []
 
     def make(self, cwd: Path, written: str) -> str | None:
