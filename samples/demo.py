@@ -3,7 +3,7 @@
 Runs on a CPU-only machine with only what the repository holds:
 1. the embedded default model (``y9deploy.default_model_path()``: a small model trained by y9 on coco128, 80
    COCO classes; see y9deploy/assets/MODEL_CARD.md), or ``--weights`` any y9 or official checkpoint;
-2. ``export_onnx``: a 640x640 ONNX with a dynamic batch, simplified, checked against torch with onnxruntime;
+2. ``export_onnx``: an ONNX at the model's own input size (416x416 for the embedded model) with a dynamic batch, simplified, checked against torch with onnxruntime;
 3. ``build_engine``: a TensorRT FP16 engine with a 1:4:8 batch profile from that ONNX, built ahead of time for an
    RTX 4090 (sm89) when TensorRT-RTX is installed (it cannot run on this machine; the manifest says what it is for);
 4. ``Detector`` on the ONNX (ONNX Runtime here; the engine on an sm89 GPU): the eight coco8 images of tests/data,
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument(
         "--weights", type=Path, default=None, help="a y9 or official checkpoint (default: the embedded model)"
     )
-    parser.add_argument("--imgsz", type=int, default=640)
+    parser.add_argument("--imgsz", type=int, default=None, help="network input (default: the model's own size)")
     args = parser.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -54,6 +54,9 @@ def main() -> None:
     t = step("1. model")
     ckpt = args.weights or default_model_path()
     model = load_checkpoint(ckpt)
+    if args.imgsz is None:  # the size the checkpoint records (its training size), else 640
+        imgsz = model.meta.get("imgsz", 640) if isinstance(getattr(model, "meta", None), dict) else 640
+        args.imgsz = imgsz if isinstance(imgsz, int) else 640
     info = model_info(model, args.imgsz)
     origin = (
         "the embedded demonstration model (trained by y9 on coco128)" if args.weights is None else "--weights"

@@ -3,7 +3,7 @@ export tests, and the eight coco8 images of tests/data with their labels.
 
 Trained weights are well conditioned: torch, ONNX Runtime and end-to-end outputs agree to float32 rounding on
 any x86-64 CPU, unlike random networks on real photos (which amplify the last bits). The parity tests run at
-``IMGSZ`` (320) to stay fast; ONNX exports are made once per test session (``embedded_export`` in conftest.py).
+``IMGSZ`` (the model's own 416); ONNX exports are made once per test session (``embedded_export`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import pytest
 
 from tests.conftest import TEST_DATA
 
-IMGSZ = 320
+IMGSZ = 416  # the embedded model's own input size (MODEL_CARD.md)
+ANCHORS = sum((IMGSZ // s) ** 2 for s in (8, 16, 32))  # raw head outputs at IMGSZ
 COCO8 = sorted(TEST_DATA.glob("*.jpg"))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO, TEST_DATA
-from tests.deploy.embedded import IMGSZ
+from tests.deploy.embedded import ANCHORS, IMGSZ
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy.runtime.backend import Backend, batch_chunks, parse_device, parse_metadata
 
@@ -127,7 +127,7 @@ def test_torch_and_onnxruntime_backends_agree(gelan_t):
         assert do.backend.batch_range[1] > 1  # exported with a dynamic batch
         blob, _ = prepare(frames, IMGSZ)
         a, b = dp.backend.infer(blob)["output0"], do.backend.infer(blob)["output0"]
-        assert a.shape == b.shape == (2, 84, 2100)
+        assert a.shape == b.shape == (2, 84, ANCHORS)
         # trained weights: the backends differ by float32 rounding only (input pixels, score units)
         assert np.abs(a[:, :4] - b[:, :4]).max() < 0.05 and np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-4
         conf = float(min(np.sort(a[i, 4:].max(0))[-30] for i in range(2)))  # tens of candidates per image

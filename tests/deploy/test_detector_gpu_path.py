@@ -96,7 +96,10 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
             assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
         same = [frames[0], np.ascontiguousarray(frames[0][::-1])]  # same size: the one-pass batch letterbox
         for a, b in zip(det.predict(same, conf=conf), [det.predict(f, conf=conf) for f in same]):
-            np.testing.assert_array_equal(a.xyxy, b.xyxy)  # batch of 2 == two single calls (per-frame path)
+            # batch of 2 == two single calls (per-frame path); the network's last bits depend on the batch size
+            # on the CPU, so boxes agree to float32 rounding, classes exactly
+            np.testing.assert_allclose(a.xyxy, b.xyxy, rtol=0, atol=1e-3)
+            np.testing.assert_array_equal(a.class_id, b.class_id)
 
 
 @pytest.mark.parametrize(

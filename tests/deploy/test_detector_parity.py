@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.deploy.embedded import IMGSZ, box_iou, unmatched
+from tests.deploy.embedded import ANCHORS, IMGSZ, box_iou, unmatched
 
 pytestmark = pytest.mark.slow
 CONF = 0.25
@@ -46,7 +46,7 @@ def test_same_detections_as_pt(coco8, detections, other):
         assert not unmatched(a, b, **tol), f"{name}: .pt detections missing from {other}: {a} vs {b}"
         assert not unmatched(b, a, **tol), f"{name}: {other} detections missing from .pt: {b} vs {a}"
     total = sum(len(d) for d in detections["pt"])
-    assert total >= 20, f"only {total} detections on the eight images: the comparison would prove little"
+    assert total >= 15, f"only {total} detections on the eight images: the comparison would prove little"
 
 
 def test_raw_outputs_agree(embedded_pt, embedded_export, coco8):
@@ -58,7 +58,7 @@ def test_raw_outputs_agree(embedded_pt, embedded_export, coco8):
     with Detector(embedded_pt, device="cpu", imgsz=IMGSZ) as dp, Detector(embedded_export()) as do:
         a = dp.backend.infer(blob)["output0"]
         b = np.concatenate([do.backend.infer(blob[k : k + 1])["output0"] for k in range(len(blob))])
-    assert a.shape == b.shape == (8, 84, 2100)
+    assert a.shape == b.shape == (8, 84, ANCHORS)
     box, score = np.abs(a[:, :4] - b[:, :4]).max(), np.abs(a[:, 4:] - b[:, 4:]).max()
     assert box < 0.05 and score < 1e-4, (box, score)  # input pixels
     assert a[:, 4:].max() > 0.5  # a trained model: confident somewhere on every run

@@ -58,7 +58,7 @@ def test_val_onnx_agrees_with_val_pt(embedded_pt, embedded_export):
     (pt50, pt5095), (ox50, ox5095) = _map(pt.stdout), _map(ox.stdout)
     assert pt.stdout.splitlines()[0].startswith("16 images, 117 boxes")
     assert ox.stdout.splitlines()[0].startswith("16 images, 117 boxes")
-    assert pt50 > 10.0, pt.stdout  # a trained model: the agreement is not 0 == 0
+    assert pt50 > 2.0, pt.stdout  # a trained model (mAP50 4-9 on these 16 held-out images): not 0 == 0
     assert abs(pt5095 - ox5095) <= 0.3 and abs(pt50 - ox50) <= 0.5, (pt.stdout, ox.stdout)
 
 
@@ -160,9 +160,10 @@ def test_verify_catches_an_fp16_only_failure(embedded_export, tmp_path):
     run = lambda p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]  # noqa: E731
     a, b = run(str(src)), run(fragile)
     assert np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-3  # the FP32 graph is still the model
-    res = _y9(
-        "build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128()
-    )
+    # the train split: the demonstration model scores well only on its own training images (MODEL_CARD.md), so
+    # a drop shows there; on the 16 held-out images its mAP50-95 is ~3 points to begin with
+    res = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),
+              "--verify-split", "train")  # fmt: skip
     assert res.returncode == 2 and "engine verification failed" in res.stderr, res.stdout + res.stderr[-2000:]
     assert not (tmp_path / "f.engine").exists()
     ok = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),

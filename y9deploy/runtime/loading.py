@@ -42,7 +42,7 @@ def open_backend(
 
     Args:
         device: None (the best device the backend can use), "cpu", "cuda", "cuda:N".
-        imgsz: network input for ``.pt`` checkpoints (default 640); for ONNX and engines the file fixes it
+        imgsz: network input for ``.pt`` checkpoints (default: the size the checkpoint records, else 640); for ONNX and engines the file fixes it
             and a different value is a ValueError.
         half: FP16 for ``.pt`` checkpoints (default: on CUDA); ONNX and engines carry their precision.
         cuda_graph: CUDA graph replay (torch, TensorRT).
@@ -67,7 +67,7 @@ def open_backend(
         backend = TorchBackend(
             path,
             device,
-            imgsz=640 if imgsz is None else imgsz,
+            imgsz=imgsz,
             half=half,
             cuda_graph=cuda_graph,
             compile=compile,

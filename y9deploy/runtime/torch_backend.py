@@ -59,10 +59,25 @@ def load_deploy_model(source: Any, *, fuse: bool = True) -> Any:
             ) from exc
     else:
         model = source
+    meta = dict(getattr(model, "meta", None) or {})
     model = to_deploy(model)
     if fuse:
         model = fuse_model(model)
+    model.meta = meta
     return model.eval()
+
+
+DEFAULT_IMGSZ = 640
+
+
+def trained_imgsz(model: Any) -> int | tuple[int, int]:
+    """The input size a checkpoint records (``meta["imgsz"]``: its training size), else 640."""
+    value = (getattr(model, "meta", None) or {}).get("imgsz")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value):
+        return int(value[0]), int(value[1])
+    return DEFAULT_IMGSZ
 
 
 class TorchBackend:
@@ -71,7 +86,8 @@ class TorchBackend:
     Args:
         source: a ``.pt`` checkpoint path, or an ``nn.Module`` (a y9 model).
         device: None (CUDA when torch sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
-        imgsz: the network input, a side or (h, w); each a multiple of the largest stride.
+        imgsz: the network input, a side or (h, w); each a multiple of the largest stride (default: the size
+            the checkpoint records, ``meta["imgsz"]``, else 640).
         half: FP16 weights and inputs (default: True on CUDA, False on CPU).
         cuda_graph: capture and replay a CUDA graph per batch size (CUDA only; default True).
         fuse: fold Conv+BN / RepConvN before running (default True).
@@ -89,7 +105,7 @@ class TorchBackend:
         source: Any,
         device: str | int | None = None,
         *,
-        imgsz: int | tuple[int, int] = 640,
+        imgsz: int | tuple[int, int] | None = None,
         half: bool | None = None,
         cuda_graph: bool = True,
         fuse: bool = True,
@@ -111,6 +127,8 @@ class TorchBackend:
         stride = [
             int(s) for s in (model.stride.tolist() if hasattr(model.stride, "tolist") else model.stride)
         ]
+        if imgsz is None:
+            imgsz = trained_imgsz(model)
         h, w = (imgsz, imgsz) if isinstance(imgsz, (int, np.integer)) else (int(imgsz[0]), int(imgsz[1]))
         if h <= 0 or w <= 0 or h % max(stride) or w % max(stride):
             raise ValueError(
