@@ -4,7 +4,9 @@ finished epoch) and ``steps.csv`` (one row per batch: lr, grad norm, loss terms)
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import os
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,12 +27,19 @@ def write_results_csv(path: Path, history: list[dict[str, Any]]) -> None:
     for row in history:
         columns.extend(k for k in row if k not in columns)
     tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for row in history:
-            w.writerow([_fmt(row.get(c, "")) for c in columns])
-    tmp.replace(path)
+    try:
+        with tmp.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(columns)
+            for row in history:
+                w.writerow([_fmt(row.get(c, "")) for c in columns])
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # name the file the run could not write (a full disk says only ENOSPC)
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno or 0), str(path)) from exc
+        raise
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:

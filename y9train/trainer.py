@@ -408,11 +408,15 @@ class Trainer:
         return self.hooks.broadcast_stop(stop)
 
     def _plot(self) -> None:
-        if self.save_dir is None or not self.history:
+        """results.png from results.csv; optional, so it never hides the error that ended a run."""
+        csv_path = self.save_dir / "results.csv" if self.save_dir is not None else None
+        if csv_path is None or not self.history or not csv_path.is_file():
             return
         try:
             from y9train.plots import plot_results
 
-            plot_results(self.save_dir / "results.csv", self.save_dir / "results.png")
+            plot_results(csv_path, self.save_dir / "results.png")
         except ImportError as exc:
             self.reporter.info(f"no plots: {exc.name or 'matplotlib'} is not installed")
+        except OSError as exc:
+            self.reporter.warn(f"no plots: {exc}")

@@ -169,9 +169,7 @@ def test_each_command_fails_with_one_sentence(world, command, template, how, cap
     "folder",
     [
         "ro",
-        pytest.param("afile", marks=pytest.mark.xfail(
-            strict=True, reason="y9train/data/labels.py _write_cache: tmp.unlink(missing_ok=True) raises "
-            "NotADirectoryError when the cache folder is under a file (y9train is outside this change)")),
+        "afile",
     ],
 )  # fmt: skip
 def test_data_check_warns_about_an_unwritable_cache_and_goes_on(world, folder, capsys, caplog, monkeypatch):
@@ -266,3 +264,29 @@ def test_a_full_disk_says_so_and_keeps_the_old_file(world, tmp_path, command, te
                       "and run again."], text  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == [target]  # no temporary file left
     assert old.read_bytes() == b"the previous output"
+
+
+def test_a_full_disk_during_training_says_so(world, tmp_path, capsys, monkeypatch):
+    """results.csv cannot be written (ENOSPC after the first epoch): one sentence naming it, no temporary file."""
+    import csv as csv_module
+
+    import y9train.reporting as reporting
+
+    def writer(f, *args, **kwargs):  # the disk fills when results.csv is written (steps.csv still goes)
+        if str(getattr(f, "name", "")).endswith("results.csv.tmp"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return csv_module.writer(f, *args, **kwargs)
+
+    fake = type("csv", (), {"writer": staticmethod(writer), "reader": staticmethod(csv_module.reader),
+                            "DictReader": csv_module.DictReader})  # fmt: skip
+    monkeypatch.setattr(reporting, "csv", fake)
+    project = tmp_path / "runs"
+    argv = f"train --data {world['data']} {TRAIN} --project {project} --name full".split()
+    code, text = run_cli(argv, capsys, as_nobody=False)
+    assert code == 2 and "Traceback" not in text, text
+    errors = [line for line in text.splitlines() if line.startswith("error: ")]
+    results = project / "full" / "results.csv"
+    assert errors == [f"error: the disk is full (no space left on device) while writing {results}; free some "
+                      "space and run again."], text  # fmt: skip
+    assert not list(project.rglob("*.tmp"))
+    assert (project / "full" / "weights" / "last.pt").is_file()  # the finished epoch is kept

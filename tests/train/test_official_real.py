@@ -121,6 +121,18 @@ def test_y9_export_of_the_official_file_matches_onnxruntime(tmp_path, name):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-3 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("name", [UNSTRIPPED, FINAL])
+def test_y9_val_of_the_official_file(name):
+    """`y9 val` reads the file the official scripts wrote (their coco8 run at 160 px) and evaluates it there."""
+    data = shared_path("datasets", "coco8", "data.yaml")
+    args = ["val", "--data", str(data), "--model", str(real(name)), "--imgsz", "160", "--device", "cpu",
+            "--workers", "0"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[0].startswith("4 images, "), res.output
+    assert "mAP50-95" in res.output and "Traceback" not in res.output
+
+
 # ------------------------------------------------------------------------------------------ crafted pickles
 class _Call:
     """Pickles as the call ``fn(*args)``: what a malicious or malformed checkpoint asks the unpickler to do."""

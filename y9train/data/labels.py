@@ -25,6 +25,8 @@ without pickles.
 
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -256,7 +258,8 @@ def _write_cache(path: Path, signature: str, shapes, reasons, has_label, labels,
         return True
     except OSError as exc:
         log.warning("could not write the label cache %s (%s); continuing without it", path, exc)
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. the cache folder is under a file: there is no tmp to remove
+            tmp.unlink(missing_ok=True)
         return False
 
 
