@@ -219,7 +219,7 @@ def run(args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     model, wall, extra = TRAINERS[args.reference](args, out)
     metrics = evaluate_module(model, Path(args.data), args.imgsz, workers=min(args.workers, 8))
-    n_train = sum(1 for _ in open(Path(args.data).parent / "train.txt"))
+    n_train = len((Path(args.data).parent / "train.txt").read_text().splitlines())
     result = {
         "trainer": args.reference, "model": args.model, "data": str(args.data), "label": args.label,
         "seed": args.seed, "epochs": args.epochs, "batch": args.batch, "imgsz": args.imgsz,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import os
 import math
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any

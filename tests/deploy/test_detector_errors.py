@@ -81,7 +81,7 @@ def test_model_path_errors(tmp_path):
         Detector(tmp_path / "model.tflite")
     _sentence(info.value)
     with pytest.raises(TypeError, match="path"):
-        Detector(None)
+        Detector(123)  # (None, or no argument, is the embedded model: tests/deploy/test_embedded_model.py)
     (tmp_path / "dir.onnx").mkdir()
     with pytest.raises(FileNotFoundError, match="directory"):
         Detector(tmp_path / "dir.onnx")

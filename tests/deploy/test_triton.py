@@ -88,10 +88,10 @@ def test_onnx_repository_config_matches_the_model(dyn_onnx, tmp_path):
 
 def test_static_batch_onnx_puts_the_batch_in_the_dims(tmp_path):
     path = fixed_boxes_onnx(tmp_path / "static.onnx", [[10, 10, 4, 4], [30, 30, 4, 4]], ["a", "b"],
-                            dynamic_batch=False)  # fmt: skip
+                            dynamic_batch=False)  # fmt: skip; 84 anchors: a raw head's at 64x64
     cfg = parse(write_triton_repo(path, tmp_path / "repo").config_path)
     assert cfg.max_batch_size == 0 and list(cfg.input[0].dims) == [1, 3, 64, 64]
-    assert list(cfg.output[0].dims) == [1, 6, 2] and not cfg.HasField("dynamic_batching")
+    assert list(cfg.output[0].dims) == [1, 6, 84] and not cfg.HasField("dynamic_batching")
     with pytest.raises(ValueError, match="static batch of 1, so --max-batch 4 cannot apply"):
         write_triton_repo(path, tmp_path / "repo2", max_batch=4)
 

@@ -26,7 +26,6 @@ without pickles.
 from __future__ import annotations
 
 import contextlib
-
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
