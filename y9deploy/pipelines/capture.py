@@ -133,10 +133,7 @@ class VideoReader:
     @property
     def expected_frames(self) -> int | None:
         """How many frames iteration will yield (None for live sources)."""
-        if self.frame_count is None:
-            return self.max_frames
-        n = (self.frame_count + self.stride - 1) // self.stride
-        return min(n, self.max_frames) if self.max_frames is not None else n
+        return expected_frames(self.frame_count, self.stride, self.max_frames)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
         index, yielded = 0, 0
@@ -163,3 +160,11 @@ class VideoReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def expected_frames(frame_count: int | None, stride: int, max_frames: int | None) -> int | None:
+    """Frames a reader yields: every ``stride``-th of ``frame_count`` (None: a live source), at most ``max_frames``."""
+    if frame_count is None:
+        return max_frames
+    n = (frame_count + stride - 1) // stride
+    return min(n, max_frames) if max_frames is not None else n

@@ -37,6 +37,7 @@ from y9deploy.pipelines.capture import (  # noqa: F401 - re-exported: the public
     IMAGE_SUFFIXES,
     VIDEO_SUFFIXES,
     VideoReader,
+    expected_frames,
     is_camera,
     is_live,
     is_stream_url,
@@ -200,10 +201,7 @@ class FrameReader:
     @property
     def expected_frames(self) -> int | None:
         """How many frames iteration will yield (None for live sources)."""
-        if self.frame_count is None:
-            return self.max_frames
-        n = (self.frame_count + self.stride - 1) // self.stride
-        return min(n, self.max_frames) if self.max_frames is not None else n
+        return expected_frames(self.frame_count, self.stride, self.max_frames)
 
     # ------------------------------------------------------------------ reader thread
     def _event(self, message: str) -> None:
