@@ -10,7 +10,6 @@ CPU), and no temporary file is left in the run's weights folder.
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import subprocess
@@ -22,8 +21,9 @@ from typing import Any
 
 import torch
 
+from tests.train.trainer_fixtures import without_timing
+
 REPO = Path(__file__).resolve().parents[2]
-TIMING_KEYS = {"time_s", "img_s", "val_s"}
 
 
 @dataclass(frozen=True)
@@ -79,17 +79,6 @@ def run_child(kill: str, args: list[str], env: dict[str, str], *, kill_after: fl
         proc.send_signal(signal.SIGKILL)  # an external kill -9 at a random moment
         out, err = proc.communicate(timeout=timeout)
     return ChildRun(proc.returncode, out, err, time.perf_counter() - t0)
-
-
-def without_timing(history: list[dict]) -> list[dict]:
-    return [
-        {
-            k: None if isinstance(v, float) and math.isnan(v) else v
-            for k, v in row.items()
-            if k not in TIMING_KEYS
-        }
-        for row in history
-    ]
 
 
 @dataclass

@@ -20,6 +20,7 @@ import torch
 from typer.testing import CliRunner
 
 from tests.conftest import shared_path
+from tests.train.trainer_fixtures import one_thread  # noqa: F401 - autouse: one torch thread
 from y9deploy.cli.app import app
 from y9deploy.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint
@@ -35,12 +36,6 @@ def real(name: str):
     return shared_path("fixtures", "official", "real", name)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _forward(model, x):
