@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 from y9train import __version__
 from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked

@@ -155,11 +155,11 @@ def main() -> None:
     """``python -m y9train.train``: the ``y9 train`` command on its own."""
     import typer
 
-    from y9deploy.cli.train import train_command
+    from y9cli.train import train_command
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command()(train_command)
-    from y9deploy.errors import Y9Error
+    from y9core.errors import Y9Error
 
     try:
         app()

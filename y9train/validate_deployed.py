@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 
 def val_deployed(

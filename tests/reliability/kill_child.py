@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] != "--":
         raise SystemExit("usage: python -m tests.reliability.kill_child KILL -- Y9_ARGS...")
     install(argv[0])
-    from y9deploy.cli.app import main as y9_main
+    from y9cli.app import main as y9_main
 
     sys.argv = ["y9", *argv[2:]]
     y9_main()

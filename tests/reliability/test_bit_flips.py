@@ -16,9 +16,9 @@ import onnxruntime
 import pytest
 
 from tests.deploy.runtime_support import export_tiny_onnx
+from y9core.errors import ModelFileError
 from y9deploy import Detector
 from y9deploy.engine.onnx_info import inspect_onnx
-from y9deploy.errors import ModelFileError
 from y9deploy.runtime.onnx_digest import DIGEST_KEY, _split
 
 
@@ -142,7 +142,7 @@ def test_the_intact_engine_passes_the_integrity_check(engine, tmp_path):
 
 
 def test_y9_info_checks_an_engine(engine, tmp_path, capsys):
-    from y9deploy.cli.app import main
+    from y9cli.app import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["info", str(engine), "--json"])

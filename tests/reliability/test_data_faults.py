@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 from tests.conftest import REPO
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, coco_pair_dataset, write_yaml
 from tests.train.trainer_fixtures import one_thread, tiny_config  # noqa: F401
-from y9deploy.cli import data as data_cli
-from y9deploy.errors import DataError
+from y9cli import data as data_cli
+from y9core.errors import DataError
 from y9train.checkpoint import save_checkpoint
 from y9train.data import AugmentConfig, YoloDataset, load_data_yaml, load_labels, parse_label_file
 from y9train.data.augment import AUGMENT_RANGES
@@ -51,7 +51,7 @@ def run_check_cli(data: Path) -> subprocess.CompletedProcess:
     """``y9 data check DATA --no-cache`` as a user runs it (the real entry point, its error handling)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli", "data", "check", str(data), "--no-cache"],
+        [sys.executable, "-m", "y9cli", "data", "check", str(data), "--no-cache"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
     )  # fmt: skip
 

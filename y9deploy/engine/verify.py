@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from y9deploy.errors import BackendUnavailableError, EngineMismatchError, Y9Error
+from y9core.errors import BackendUnavailableError, EngineMismatchError, Y9Error
 
 DEFAULT_THRESHOLD_POINTS = 0.5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 
 
 def convert_to_fp16(model: Any, *, keep_io_types: bool, source: str = "the model") -> Any:

@@ -28,7 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 from y9deploy.preprocess import letterbox_params
 
 from .paths import cache_location
