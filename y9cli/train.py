@@ -173,7 +173,7 @@ def val_command(
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
-    from y9train.validate_deployed import val_model
+    from y9deploy.validate_deployed import val_model
 
     res = val_model(
         data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split

@@ -32,6 +32,7 @@ from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite,
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
 from y9train.official_pickle import Placeholder, UnsafePickleError, load_official, placeholder_state_dict
+from y9train.reparam import fuse
 
 FORMAT = "y9-checkpoint"
 VERSION = 1
@@ -201,8 +202,6 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
             else build_model(cfg["name"], cfg["nc"], cfg["names"])
         )
         if cfg.get("fused"):
-            from y9train.reparam import fuse
-
             fuse(model)
         load_state_dict_checked(model, payload["model"], "the stored state dict")
     except ModelFileError:

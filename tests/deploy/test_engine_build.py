@@ -67,7 +67,7 @@ def test_fp16_engine_holds_half_size_weights(tmp_path):
 
 
 def test_half_onnx_is_built_without_conversion(tmp_path):
-    from y9deploy.export.fp16 import convert_to_fp16
+    from y9deploy.onnx_fp16 import convert_to_fp16
 
     src = tiny_onnx(tmp_path / "t.onnx")
     half = tmp_path / "half.onnx"

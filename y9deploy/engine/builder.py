@@ -146,7 +146,7 @@ def parser_onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, l
     """The ONNX the parser reads: converted to FP16 first where this flavour is strongly typed (also what
     ``engine.verify`` evaluates when the engine cannot run here)."""
     if fp16 and fl.fp16_by_onnx_conversion and not info.half:
-        from y9deploy.export.fp16 import convert_to_fp16
+        from y9deploy.onnx_fp16 import convert_to_fp16
 
         converted = convert_to_fp16(info.model, keep_io_types=True, source=str(info.path))
         note = f"converted {info.path.name} to FP16 (float32 inputs/outputs kept) for the strongly typed {fl.display}"

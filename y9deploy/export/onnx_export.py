@@ -248,7 +248,7 @@ def export_onnx_report(
     times["parity"] = time.perf_counter() - t
 
     if half:
-        from y9deploy.export.fp16 import convert_to_fp16
+        from y9deploy.onnx_fp16 import convert_to_fp16
 
         t = time.perf_counter()
         graph = convert_to_fp16(graph, keep_io_types=False, source=f"the {label} export")

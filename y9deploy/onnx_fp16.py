@@ -1,4 +1,5 @@
-"""FP32 -> FP16 ONNX conversion (onnxconverter-common), for half exports and strongly typed TensorRT builds."""
+"""FP32 -> FP16 ONNX conversion (onnxconverter-common): half exports (y9deploy.export) and strongly typed TensorRT
+builds (y9deploy.engine) both import it from here, below them."""
 
 from __future__ import annotations
 
