@@ -69,14 +69,17 @@ def install(kill: str) -> None:
     elif kind == "event":
         from y9train.trainer import Trainer
 
-        real_fire = Trainer._fire
+        real_init = Trainer.__init__
 
-        def fire(self, event):
-            real_fire(self, event)
-            if event == target and hit(event):
+        def die_at_event(trainer) -> None:
+            if hit(target):
                 _die()
 
-        Trainer._fire = fire
+        def init(self, *a, **k):  # every Trainer (a new run or a resumed one) gets the callback, last
+            real_init(self, *a, **k)
+            self.add_callback(target, die_at_event)
+
+        Trainer.__init__ = init
     elif kind == "val":
         import y9train.validate as validate
 
