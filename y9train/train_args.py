@@ -2,7 +2,7 @@
 
 Its options are those of ``y9 train`` less ``--devices`` (which starts torchrun): ``y9 train --devices 0,1``
 forwards its parsed values as this command line. It is parsed with argparse, so that the library never imports
-its command-line package (``y9cli``); tests/train/test_train_args.py checks that both accept the same options and
+its command-line package (``y9cli``); tests/cli/test_train_entry.py checks that both accept the same options and
 hand ``train`` the same arguments.
 
 ``parser()`` builds the parser; ``train_kwargs(**values)`` turns parsed values (the names of ``y9 train``'s
