@@ -19,7 +19,7 @@ _LAZY = {
     "build_engine": "y9deploy.engine.builder",
     "benchmark": "y9deploy.bench",
     "BenchmarkResult": "y9deploy.bench",
-    "Y9Error": "y9deploy.errors",
+    "Y9Error": "y9core.errors",
     "TritonDetector": "y9deploy.serving.triton_client",
     "default_model_path": "y9deploy.default_model",
 }

@@ -93,7 +93,7 @@ class BenchmarkResult:
         return {"created": self.created, "machine": self.machine, "cases": [c.to_dict() for c in self.cases]}
 
     def save(self, path: str | Path) -> Path:
-        from y9deploy.atomic_write import atomic_write
+        from y9core.atomic_write import atomic_write
 
         return atomic_write(path, json.dumps(self.to_dict(), indent=2) + "\n")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 DEFAULT_MODEL_FILE = ASSETS / "y9-coco128.pt"

@@ -38,7 +38,7 @@ def _torch():
     try:
         import torch
     except ImportError as e:  # pragma: no cover - depends on the environment
-        from y9deploy.errors import BackendUnavailableError
+        from y9core.errors import BackendUnavailableError
 
         raise BackendUnavailableError(
             "torch is not installed; y9deploy.gpu_ops needs it (use y9deploy.preprocess/postprocess on the host)."

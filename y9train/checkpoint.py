@@ -26,12 +26,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 from y9train import __version__
 from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
 from y9train.official_pickle import Placeholder, UnsafePickleError, load_official, placeholder_state_dict
+from y9train.reparam import fuse
 
 FORMAT = "y9-checkpoint"
 VERSION = 1
@@ -201,8 +202,6 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
             else build_model(cfg["name"], cfg["nc"], cfg["names"])
         )
         if cfg.get("fused"):
-            from y9train.reparam import fuse
-
             fuse(model)
         load_state_dict_checked(model, payload["model"], "the stored state dict")
     except ModelFileError:

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 DIGEST_KEY = "digest"
 _CHUNK = 1 << 20

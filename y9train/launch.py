@@ -85,7 +85,7 @@ def check_gpus(devices: Devices) -> None:
     count = torch.cuda.device_count()
     missing = [g for g in devices.gpus if g >= count]
     if missing:
-        from y9deploy.errors import BackendUnavailableError
+        from y9core.errors import BackendUnavailableError
 
         raise BackendUnavailableError(
             f"--devices names GPU {missing[0]} but torch sees {count} CUDA device(s); expected indices below {count} "

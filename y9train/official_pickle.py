@@ -17,9 +17,12 @@ from typing import Any
 
 import torch
 
+from y9core.errors import Y9Error
 
-class UnsafePickleError(pickle.UnpicklingError):
-    """The pickle asks for a global outside the allow-list, or is malformed: nothing from it was executed."""
+
+class UnsafePickleError(Y9Error, pickle.UnpicklingError):
+    """The pickle asks for a global outside the allow-list, or is malformed: nothing from it was executed (a
+    ``pickle.UnpicklingError`` too, as torch's own loader raises for a refused pickle)."""
 
 
 class Placeholder:

@@ -5,13 +5,14 @@
 - ``fuse(model)``: Conv+BatchNorm folded into one biased conv, RepConvN's 3x3 and 1x1 branches merged
   into one 3x3 conv. In place; works in the model's dtype (float64 included); inference semantics
   (BatchNorm running statistics).
+
+Model transforms only: checkpoint loading imports ``fuse`` from here; the file operation (load, convert, save)
+is ``y9train.reparam_checkpoint``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -127,31 +128,3 @@ def fuse(model: nn.Module) -> nn.Module:
     if isinstance(model, YOLO):
         model.fused = True
     return model
-
-
-@dataclass(frozen=True)
-class ReparamResult:
-    path: Path
-    source_name: str
-    target_name: str
-    params_before: int
-    params_after: int
-
-
-def reparameterize_checkpoint(
-    source: str | Path, output: str | Path, *, fuse_layers: bool = False
-) -> ReparamResult:
-    """Load ``source`` (y9 or official checkpoint), ``to_deploy`` (and ``fuse``), save a y9 checkpoint to ``output``."""
-    from y9train.checkpoint import load_checkpoint, save_checkpoint
-
-    model = load_checkpoint(source)
-    before = sum(p.numel() for p in model.parameters())
-    deployed = to_deploy(model)
-    if fuse_layers:
-        fuse(deployed)
-    meta = dict(getattr(model, "meta", {}))
-    meta.update(reparameterized_from=model.name, source_file=Path(source).name)
-    path = save_checkpoint(deployed, output, **{k: v for k, v in meta.items() if k != "y9_version"})
-    return ReparamResult(
-        path, model.name, deployed.name, before, sum(p.numel() for p in deployed.parameters())
-    )

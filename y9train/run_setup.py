@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from y9deploy.errors import BackendUnavailableError, DataError, ModelFileError
+from y9core.errors import BackendUnavailableError, DataError, ModelFileError
 from y9train.models import MODEL_NAMES, YOLO, build_model
 from y9train.models.head import init_head_biases
 

@@ -1,5 +1,5 @@
 """Training entry points: ``train(...)`` (the library call behind ``y9 train``) and ``python -m y9train.train``
-(the same options as ``y9 train``).
+(the same options as ``y9 train`` less ``--devices``, parsed by ``y9train.train_args``; torchrun starts it).
 
 Precedence of settings: ``Hyp`` defaults < the ``hyp`` YAML file < explicit options < ``key=value`` overrides.
 Resuming (``resume="auto"``, a run folder or a last.pt) takes every setting from the checkpoint; options and
@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
+from y9core.errors import Y9Error
 from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
+from y9train.train_args import parser, summary, train_kwargs
 from y9train.trainer import Trainer, TrainResult
 
 DEFAULT_MODEL = "gelan-s"
@@ -47,20 +50,6 @@ def build_config(
         items = parse_overrides(overrides) if isinstance(overrides, (list, tuple)) else dict(overrides)
         config = apply_overrides(config, items)
     return config
-
-
-def split_resume_path(resume: bool, args: list[str]) -> tuple[str | None, list[str]]:
-    """``--resume [PATH]`` on the command line: the flag, then an optional path among the positional arguments.
-
-    Returns ``(resume target or None, the key=value overrides)``: "auto" when the flag has no path.
-    """
-    paths = [a for a in args if "=" not in a]
-    rest = [a for a in args if "=" in a]
-    if not resume:
-        return None, list(args)  # parse_overrides names any stray argument
-    if len(paths) > 1:
-        raise ValueError(f"--resume takes one run folder or last.pt, got {len(paths)}: {', '.join(paths)}.")
-    return (paths[0] if paths else "auto"), rest
 
 
 def world_size() -> int:
@@ -151,21 +140,17 @@ def _train(
     return trainer.fit()
 
 
-def main() -> None:
-    """``python -m y9train.train``: the ``y9 train`` command on its own."""
-    import typer
-
-    from y9deploy.cli.train import train_command
-
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    app.command()(train_command)
-    from y9deploy.errors import Y9Error
-
+def main(argv: list[str] | None = None) -> None:
+    """``python -m y9train.train``: ``y9 train``'s options (``y9train.train_args``) in this process (what torchrun
+    starts). Bad input prints one ``error: ...`` sentence and exits with status 2; rank 0 prints the summary."""
+    values = vars(parser().parse_intermixed_args(argv))
     try:
-        app()
+        result = train(**train_kwargs(**values))
     except (Y9Error, FileNotFoundError, ValueError, TypeError) as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
+        print(summary(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 
 def rng_state() -> dict[str, Any]:

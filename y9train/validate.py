@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from y9deploy.errors import BackendUnavailableError
+from y9core.errors import BackendUnavailableError
 
 METRIC_KEYS = (
     "precision",

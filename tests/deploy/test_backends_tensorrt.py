@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.runtime_support import export_tiny_onnx
+from y9core.errors import BackendUnavailableError, EngineMismatchError, ModelFileError
 from y9deploy import Detector
-from y9deploy.errors import BackendUnavailableError, EngineMismatchError, ModelFileError
 from y9deploy.runtime.tensorrt_backend import (
     engine_profile,
     output_shape,

@@ -137,7 +137,7 @@ def test_bad_arguments(tiny):
 
 
 def test_cli_benchmark_json_and_compare(tiny, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     runner = CliRunner()
     out = tmp_path / "b.json"

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx, reference_detect
+from y9core.errors import Y9Error
 from y9deploy import Detections, Detector
-from y9deploy.errors import Y9Error
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 HW = (96, 128)

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
+from y9core.errors import ModelFileError
 from y9deploy import Detector
-from y9deploy.errors import ModelFileError
 
 
 @pytest.fixture(scope="module")

@@ -86,7 +86,7 @@ def test_diagnose_reports_this_machine():
 
 
 def test_cli_doctor():
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     runner = CliRunner()
     res = runner.invoke(app, ["doctor"])

@@ -63,8 +63,8 @@ def test_embedded_checkpoint_is_a_y9_fp16_coco_model(embedded_pt):
 
 def test_missing_embedded_model_is_one_sentence(monkeypatch, tmp_path):
     import y9deploy.default_model as dm
+    from y9core.errors import ModelFileError
     from y9deploy import Detector
-    from y9deploy.errors import ModelFileError
 
     monkeypatch.setattr(dm, "DEFAULT_MODEL_FILE", tmp_path / "assets" / "y9-coco128.pt")
     with pytest.raises(
@@ -104,8 +104,8 @@ def test_finds_the_labelled_objects_of_coco8(coco8):
 
 
 def test_y9_predict_without_model_uses_the_embedded_one(coco8, tmp_path):
+    from y9cli.app import app
     from y9deploy import Detector
-    from y9deploy.cli.app import app
 
     image = coco8[0].path
     res = CliRunner().invoke(app, ["predict", str(image), "--save-dir", str(tmp_path), "--device", "cpu"])

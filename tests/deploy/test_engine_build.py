@@ -13,11 +13,11 @@ import typer
 from typer.testing import CliRunner
 
 from tests.deploy.tiny_onnx import nms_onnx, tiny_onnx, unknown_op_onnx
+from y9core.errors import BackendUnavailableError, ModelFileError
 from y9deploy.engine.builder import build_engine, build_engine_report, parse_batch
 from y9deploy.engine.gpu import current_compute_capability
 from y9deploy.engine.manifest import manifest_path, read_manifest
 from y9deploy.engine.progress import RecordingProgress
-from y9deploy.errors import BackendUnavailableError, ModelFileError
 
 trt = pytest.importorskip("tensorrt_rtx")
 
@@ -67,7 +67,7 @@ def test_fp16_engine_holds_half_size_weights(tmp_path):
 
 
 def test_half_onnx_is_built_without_conversion(tmp_path):
-    from y9deploy.export.fp16 import convert_to_fp16
+    from y9deploy.onnx_fp16 import convert_to_fp16
 
     src = tiny_onnx(tmp_path / "t.onnx")
     half = tmp_path / "half.onnx"
@@ -180,7 +180,7 @@ def test_parser_errors_are_reported(tmp_path):
 
 
 def _cli() -> typer.Typer:
-    from y9deploy.cli import engine
+    from y9cli import engine
 
     app = typer.Typer()
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from y9core.errors import BackendUnavailableError
 from y9deploy.engine.flavour import RTX_TARGETS, Flavour, available_flavours, load_flavour, normalize_cc
-from y9deploy.errors import BackendUnavailableError
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from tests.deploy.tiny_onnx import tiny_onnx
+from y9core.errors import EngineMismatchError, ModelFileError
 from y9deploy.engine.gpu import current_compute_capability
 from y9deploy.engine.manifest import check_engine_for_host, check_manifest, manifest_path, read_manifest
-from y9deploy.errors import EngineMismatchError, ModelFileError
 
 trt = pytest.importorskip("tensorrt_rtx")
 

@@ -20,8 +20,8 @@ import pytest
 
 from tests.deploy.embedded import COCO8, embedded_model_path
 from tests.deploy.export_models import calibrated_model, inputs_for, letterboxed, rel_diff, torch_out
+from y9core.errors import EngineMismatchError
 from y9deploy.engine.manifest import check_engine_for_host, read_manifest
-from y9deploy.errors import EngineMismatchError
 from y9deploy.export.metadata import LETTERBOX, read_metadata
 from y9deploy.export.onnx_export import export_onnx_report
 from y9deploy.postprocess import postprocess
@@ -43,7 +43,7 @@ def _dims(vi) -> list:
 def _y9(*args: str) -> subprocess.CompletedProcess:
     """The real command line (``y9 ...``)."""
     return subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "y9cli", *args], capture_output=True, text=True, timeout=600
     )
 
 

@@ -21,7 +21,7 @@ import typer
 from torch import nn
 from typer.testing import CliRunner
 
-from y9deploy.errors import Y9Error
+from y9core.errors import Y9Error
 from y9deploy.export.metadata import LETTERBOX, read_metadata
 from y9deploy.export.onnx_export import export_onnx, export_onnx_report, parse_imgsz
 
@@ -262,7 +262,7 @@ def test_official_dual_checkpoint_matches_official_outputs(shared, tmp_path):
 
 
 def _cli() -> typer.Typer:
-    from y9deploy.cli import export
+    from y9cli import export
 
     app = typer.Typer()
 

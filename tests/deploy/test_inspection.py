@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.deploy.fixed_onnx import crafted_frame, fixed_boxes_onnx
+from y9core.errors import RulesFileError
 from y9deploy import Detections
-from y9deploy.errors import RulesFileError
 from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds, inspect
 from y9deploy.pipelines.inspection_rules import load_rules
 from y9deploy.pipelines.regions import Region
@@ -207,7 +207,7 @@ def crafted(tmp_path_factory):
 
 
 def test_cli_gives_the_documented_verdicts_and_audits_every_item(crafted, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     parts = crafted / "parts"
     before = {p.name: p.read_bytes() for p in parts.iterdir()}
@@ -255,7 +255,7 @@ def test_cli_bad_rules_file_exits_2_with_the_sentence(crafted, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules:\n  - name: a\n    region: nowhere\n    max: 0\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli", "inspect", str(crafted / "parts"), "--model",
+        [sys.executable, "-m", "y9cli", "inspect", str(crafted / "parts"), "--model",
          str(crafted / "fixed.onnx"), "--rules", str(bad), "--out", str(tmp_path / "a")],
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )  # fmt: skip

@@ -56,7 +56,7 @@ def test_video_reader_stride(source):
 
 
 def test_predict_folder_writes_outputs_equal_to_detector(tiny, source, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["predict", str(source), "--model", str(tiny), "--conf", "0.5", "--iou", "0.4",
@@ -94,7 +94,7 @@ def test_predict_folder_writes_outputs_equal_to_detector(tiny, source, tmp_path)
 
 
 def test_predict_single_image_without_save_dir(tiny):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     res = CliRunner().invoke(app, ["predict", str(IMAGES[0]), "-m", str(tiny)])
     assert res.exit_code == 0, res.output

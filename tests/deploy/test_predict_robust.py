@@ -41,7 +41,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 def test_corrupt_file_is_skipped_counted_and_exits_1(tiny, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     src = tmp_path / "src"
     src.mkdir()
@@ -72,7 +72,7 @@ def test_sigint_half_way_leaves_the_frames_done_on_disk(tiny, tmp_path):
         cv2.imwrite(str(src / f"img{k:05d}.jpg"), np.roll(base, k, axis=1))
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "y9deploy.cli", "predict", str(src), "-m", str(tiny), "--save-dir", str(out),
+    cmd = [sys.executable, "-m", "y9cli", "predict", str(src), "-m", str(tiny), "--save-dir", str(out),
            "--no-images"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     jsonl = out / "predictions.jsonl"
@@ -100,7 +100,7 @@ def test_sigint_half_way_leaves_the_frames_done_on_disk(tiny, tmp_path):
 
 
 def test_save_dir_in_the_source_is_refused_and_inputs_untouched(tiny, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)
@@ -120,7 +120,7 @@ def test_save_dir_in_the_source_is_refused_and_inputs_untouched(tiny, tmp_path):
 
 
 def test_batch_classes_by_name_and_class_conf(tiny, tmp_path, monkeypatch):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     batches: list[int] = []
     infer = OnnxRuntimeBackend.infer

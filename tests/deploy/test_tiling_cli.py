@@ -50,7 +50,7 @@ def test_tiles_find_planted_small_objects_the_full_frame_misses(blob, planted):
 
 
 def test_cli_tile_sends_batches_to_the_backend(blob, planted, tmp_path, monkeypatch):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     frame, gt = planted
     cv2.imwrite(str(tmp_path / "aerial.png"), frame)

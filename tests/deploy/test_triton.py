@@ -22,8 +22,8 @@ from tests.deploy.triton_server import (
     stub_environment,
     unpack_server,
 )
+from y9core.errors import ModelFileError, ServingError
 from y9deploy import Detector
-from y9deploy.errors import ModelFileError, ServingError
 from y9deploy.serving.triton_repo import METADATA_KEY, write_triton_repo
 
 model_config_pb2 = pytest.importorskip("tritonclient.grpc.model_config_pb2")
@@ -51,7 +51,7 @@ def dyn_onnx(tmp_path_factory) -> Path:
 
 
 def test_onnx_repository_config_matches_the_model(dyn_onnx, tmp_path):
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     res = CliRunner().invoke(app, ["triton", str(dyn_onnx), "--out", str(tmp_path / "repo"), "--max-batch", "4",
                                    "--instances", "2", "--kind", "cpu"])  # fmt: skip

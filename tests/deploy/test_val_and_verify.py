@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def _y9(*args: str) -> subprocess.CompletedProcess:
     """The real command line (``y9 ...``)."""
     return subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "y9cli", *args], capture_output=True, text=True, timeout=600
     )
 
 
@@ -186,8 +186,8 @@ def test_verify_bad_options(embedded_export, tmp_path):
 def test_val_deployed_refuses_another_class_count(tmp_path):
     from tests.conftest import TEST_DATA
     from tests.deploy.runtime_support import export_tiny_onnx
-    from y9deploy.errors import DataError
-    from y9train.validate_deployed import val_model
+    from y9core.errors import DataError
+    from y9deploy.validate_deployed import val_model
 
     tiny = export_tiny_onnx(tmp_path / "tiny.onnx", nc=3, imgsz=(96, 128))
     with pytest.raises(

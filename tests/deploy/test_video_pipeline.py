@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
+from y9core.errors import SourceError
 from y9deploy import Detector
-from y9deploy.errors import SourceError
 from y9deploy.pipelines.batch_predict import predict_source
 from y9deploy.pipelines.results_writer import read_jsonl
 from y9deploy.pipelines.video import FrameReader, ReconnectPolicy, VideoReader
@@ -89,7 +89,7 @@ class MjpegServer:
 def test_video_json_lines_equal_per_frame_predict(tiny, tmp_path):
     video = write_video(tmp_path / "clip.avi", 9)
     out = tmp_path / "out"
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     res = CliRunner().invoke(app, ["predict", str(video), "-m", str(tiny), "--conf", "0.5", "--save-dir", str(out),
                                    "--batch", "4"])  # fmt: skip
@@ -145,7 +145,7 @@ def test_refused_stream_is_reported_as_refused(tiny):
         FrameReader(url)
     msg = str(err.value)
     assert url in msg and "connection refused" in msg and "codec" not in msg
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     res = CliRunner().invoke(app, ["predict", url, "-m", str(tiny)])
     assert isinstance(res.exception, SourceError) and "connection refused" in str(res.exception)

@@ -111,7 +111,7 @@ def _flags(path: tuple[str, ...]) -> frozenset[str]:
     """The options of ``y9 <path>`` that take no value, read from the typer app (so positionals are found)."""
     import typer.main
 
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     cmd = typer.main.get_command(app)
     flags = {o for p in cmd.params if getattr(p, "is_flag", False) for o in (*p.opts, *p.secondary_opts)}

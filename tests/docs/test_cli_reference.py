@@ -12,18 +12,18 @@ def test_cli_reference_is_current():
     committed = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     # Through the documented command line, so the `python -m` entry point is what is tested.
     fresh = subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli.reference"], cwd=REPO, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "y9cli.reference"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert fresh == committed, (
-        "docs/cli.md is out of date: run `python -m y9deploy.cli.reference > docs/cli.md` and commit it"
+        "docs/cli.md is out of date: run `python -m y9cli.reference > docs/cli.md` and commit it"
     )
 
 
 def test_cli_reference_lists_every_command_and_option():
     import typer.main
 
-    from y9deploy.cli.app import app
-    from y9deploy.cli.reference import render
+    from y9cli.app import app
+    from y9cli.reference import render
 
     text = render()
     root = typer.main.get_command(app)

@@ -69,14 +69,17 @@ def install(kill: str) -> None:
     elif kind == "event":
         from y9train.trainer import Trainer
 
-        real_fire = Trainer._fire
+        real_init = Trainer.__init__
 
-        def fire(self, event):
-            real_fire(self, event)
-            if event == target and hit(event):
+        def die_at_event(trainer) -> None:
+            if hit(target):
                 _die()
 
-        Trainer._fire = fire
+        def init(self, *a, **k):  # every Trainer (a new run or a resumed one) gets the callback, last
+            real_init(self, *a, **k)
+            self.add_callback(target, die_at_event)
+
+        Trainer.__init__ = init
     elif kind == "val":
         import y9train.validate as validate
 
@@ -96,7 +99,7 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] != "--":
         raise SystemExit("usage: python -m tests.reliability.kill_child KILL -- Y9_ARGS...")
     install(argv[0])
-    from y9deploy.cli.app import main as y9_main
+    from y9cli.app import main as y9_main
 
     sys.argv = ["y9", *argv[2:]]
     y9_main()

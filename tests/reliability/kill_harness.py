@@ -130,7 +130,7 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
 def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, reference: Reference,
                     env: dict[str, str], *, kill_after: float | None = None) -> TrialResult:  # fmt: skip
     """One trial: train killed at ``kill`` (or after ``kill_after`` s), then ``y9 train --resume``, then the checks."""
-    from y9deploy.errors import ModelFileError
+    from y9core.errors import ModelFileError
     from y9train.checkpoint import load_checkpoint, read_checkpoint
     from y9train.reporting import read_csv
     from y9train.train_state import read_train_state

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.conftest import REPO, shared_path
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from y9train.models import build_model
 from y9train.official_pickle import load_official, placeholder_state_dict
@@ -74,7 +74,7 @@ def test_flipped_bytes_are_refused_by_every_entry_point(good, tmp_path, where):
     with pytest.raises(ModelFileError) as err:
         Detector(bad, device="cpu")
     assert "is damaged" in _one_sentence(err.value, bad)
-    res = subprocess.run([sys.executable, "-m", "y9deploy.cli", "info", str(bad)], cwd=REPO, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "y9cli", "info", str(bad)], cwd=REPO, capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert (

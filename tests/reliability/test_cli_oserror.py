@@ -2,7 +2,7 @@
 commands that write nothing with an unreadable or misplaced input): one sentence on stderr, a non-zero exit,
 no traceback, and no temporary file left behind. A full disk (ENOSPC) says so.
 
-The CLI runs in-process through its real entry point (``y9deploy.cli.app.main``). Folders are made read-only
+The CLI runs in-process through its real entry point (``y9cli.app.main``). Folders are made read-only
 with chmod; as root (where chmod does not bind) the command runs without root's permission-bypass
 capabilities (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so the modes bind as they would for any user.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import shared_path
-from y9deploy.cli.app import main
+from y9cli.app import main
 
 _CAP_VERSION_3 = 0x20080522
 _DAC_CAPS = (1 << 1) | (1 << 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: root's bypass of file permissions
@@ -189,7 +189,7 @@ def test_every_command_is_covered():
     """The cases cover every command `y9 --help` lists (data check and doctor have their own tests)."""
     from typer.main import get_command
 
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     group = get_command(app)
     names = set()
@@ -221,7 +221,7 @@ def test_debug_shows_the_traceback(world, capsys):
 
 # ------------------------------------------------------------------------------------------ a full disk
 class _DiskFills:
-    """``os`` for y9deploy.atomic_write whose ``write`` writes ``room`` bytes, then fails with ENOSPC."""
+    """``os`` for y9core.atomic_write whose ``write`` writes ``room`` bytes, then fails with ENOSPC."""
 
     def __init__(self, room: int) -> None:
         self.room = room
@@ -249,7 +249,7 @@ def test_a_full_disk_says_so_and_keeps_the_old_file(world, tmp_path, command, te
                                                      monkeypatch):  # fmt: skip
     if command == "build-engine":
         pytest.importorskip("tensorrt_rtx")
-    import y9deploy.atomic_write as aw
+    import y9core.atomic_write as aw
 
     out = tmp_path / "out"
     out.mkdir()

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tests.deploy.runtime_support import export_tiny_onnx
+from y9core.errors import DetectorBusyError
 from y9deploy import Detector
-from y9deploy.errors import DetectorBusyError
 
 ROUNDS = 150
 

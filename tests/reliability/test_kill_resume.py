@@ -73,7 +73,7 @@ def test_a_killed_run_resumes_without_losing_anything(kill, val, references, wor
 
 
 def _train(*args, env):
-    return subprocess.run([sys.executable, "-m", "y9deploy.cli", "train", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "y9cli", "train", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
 

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.deploy.runtime_support import export_tiny_onnx, y9_metadata
+from y9core.errors import ModelFileError
 from y9deploy import Detector
-from y9deploy.errors import ModelFileError
 
 HW = (64, 64)  # strides 8/16/32: 64 + 16 + 4 = 84 anchors
 
@@ -173,7 +173,7 @@ def test_foreign_model_without_metadata_warns_with_the_path(good_onnx, tmp_path)
 
 
 def test_y9_info_refuses_with_one_sentence(tmp_path, capsys):
-    from y9deploy.cli.app import main
+    from y9cli.app import main
 
     path = _stride8_head(tmp_path / "anchors.onnx")
     with pytest.raises(SystemExit) as exit_info:

@@ -14,8 +14,8 @@ import torch
 from typer.testing import CliRunner
 
 from tests.conftest import REPO, shared_path
-from y9deploy.cli.app import app
-from y9deploy.errors import ModelFileError
+from y9cli.app import app
+from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from y9train.models import build_model
 from y9train.reparam import fuse

@@ -7,7 +7,7 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from y9deploy.cli import data as data_cli
+from y9cli import data as data_cli
 from y9train.data.bench import LoaderBenchResult, bench_loader
 
 

@@ -9,8 +9,8 @@ import typer
 from typer.testing import CliRunner
 
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
-from y9deploy.cli import data as data_cli
-from y9deploy.errors import DataError
+from y9cli import data as data_cli
+from y9core.errors import DataError
 from y9train.data.check import check_dataset
 
 

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from y9deploy.cli import data as data_cli
-from y9deploy.errors import DataError
+from y9cli import data as data_cli
+from y9core.errors import DataError
 from y9train.data import load_data_yaml, load_labels
 from y9train.data.convert_visdrone import VISDRONE_NAMES, convert_visdrone
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, coco_pair_dataset, write_yaml
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 from y9train.data import label_path_for, load_data_yaml
 
 

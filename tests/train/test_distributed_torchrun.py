@@ -133,7 +133,7 @@ def test_torchrun_coco8_matches_per_share_reference_rank0_writes_and_resumes(tmp
     cmd = [
         sys.executable,
         "-m",
-        "y9deploy.cli",
+        "y9cli",
         "train",
         "--devices",
         "cpu,cpu",

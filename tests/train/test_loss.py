@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from y9train.loss import DetectionLoss, box_iou, ciou, dfl_decode, dfl_loss
-from y9train.loss.boxes import bbox2dist
+from y9train.loss.boxes import bbox2dist, dist2bbox
 from y9train.loss.grid import AnchorGrid
 
 NC, REG_MAX, STRIDES = 3, 16, (8.0, 16.0, 32.0)
@@ -111,15 +111,21 @@ LABELS = torch.tensor(
      [1, 0, 64, 64, 127, 127], [1, 2, 80, 10, 90, 30]], dtype=torch.float32)  # fmt: skip
 
 
+def _dense_boxes(box_logits: torch.Tensor, grid: AnchorGrid) -> torch.Tensor:
+    """``Tensor[B, A, 4]``: the box (x1, y1, x2, y2, pixels, float32) of every anchor from ``box_logits [B, 4R, A]``."""
+    b, _, a = box_logits.shape
+    dist = dfl_decode(box_logits.float().transpose(1, 2).reshape(b * a, 4, REG_MAX)).view(b, a, 4)
+    return dist2bbox(dist, grid.points[None], xywh=False) * grid.strides[None, :, None]
+
+
 def _dense_reference(maps, labels, eps_smooth):
     """The loss terms recomputed densely over [B, A] from the same assignment (no sparse tricks)."""
     loss = DetectionLoss(NC, label_smoothing=eps_smooth)
     grid = AnchorGrid.from_feats(maps, STRIDES)
     x = torch.cat([m.flatten(2) for m in maps], 2).detach().double()
     box_logits, cls_logits = x[:, : 4 * REG_MAX], x[:, 4 * REG_MAX :]
-    # the assignment as the loss makes it (the assigner has its own reference test)
-    decoder = loss._anchor_decoder(box_logits.float(), grid)
-    asg = loss.assigner(cls_logits.float().transpose(1, 2), decoder, grid, labels)
+    # the assignment from every anchor's decoded box (the loss decodes only the candidates' anchors)
+    asg = loss.assigner(cls_logits.float().transpose(1, 2), _dense_boxes(box_logits, grid), grid, labels)
     fg, gt, score = asg.dense(x.shape[0], grid.num_anchors)
     score = score.double()
     target = torch.zeros_like(cls_logits)  # [B, nc, A]
@@ -142,21 +148,6 @@ def _dense_reference(maps, labels, eps_smooth):
             * (tdist - lo)).mean(-1)  # fmt: skip
     dfl = (dfl * score[fg]).sum() / norm
     return torch.stack([box, cls, dfl]), len(asg)
-
-
-def test_anchor_decoder_equals_dense_decode():
-    """The assigner's decoder (only the requested anchors, each once) equals a dense decode of every anchor."""
-    maps = _maps(requires_grad=False)
-    grid = AnchorGrid.from_feats(maps, STRIDES)
-    x = torch.cat([m.flatten(2) for m in maps], 2).double()
-    b, _, a = x.shape
-    dist = (x[:, : 4 * REG_MAX].view(b, 4, REG_MAX, a).softmax(2) * torch.arange(REG_MAX)[:, None]).sum(2)
-    pts, s = grid.points.double().T[None], grid.strides.double()
-    dense = (torch.cat([pts - dist[:, :2], pts + dist[:, 2:]], 1) * s).transpose(1, 2)  # [B, A, 4] pixels
-    img = torch.tensor([0, 1, 1, 0, 1, 0])
-    anchor = torch.tensor([0, 5, 5, a - 1, 300, 0])  # repeats on purpose
-    got = DetectionLoss(NC)._anchor_decoder(x[:, : 4 * REG_MAX].float(), grid)(img, anchor)
-    torch.testing.assert_close(got.double(), dense[img, anchor], rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("eps_smooth", [0.0, 0.1])
@@ -189,7 +180,7 @@ def test_label_smoothing_changes_targets_loss_and_gradients():
 def _assigner_inputs(loss, maps):
     grid = AnchorGrid.from_feats(maps, STRIDES)
     x = torch.cat([m.flatten(2) for m in maps], 2).detach()
-    return x[:, 4 * REG_MAX :].transpose(1, 2), loss._anchor_decoder(x[:, : 4 * REG_MAX], grid), grid, LABELS
+    return x[:, 4 * REG_MAX :].transpose(1, 2), _dense_boxes(x[:, : 4 * REG_MAX], grid), grid, LABELS
 
 
 def test_dual_branches_weight_aux_by_a_quarter_and_gains_apply():

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import shared_path
 from tests.train.trainer_fixtures import one_thread  # noqa: F401 - autouse: one torch thread
-from y9deploy.cli.app import app
-from y9deploy.errors import ModelFileError
+from y9cli.app import app
+from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint
 from y9train.models import from_official_state_dict
 from y9train.official_pickle import load_official, placeholder_state_dict

@@ -326,7 +326,7 @@ def test_class_bias_prior_uses_bias_prior_imgsz(tmp_path, prior, imgsz):
 def test_y9_train_cli_takes_a_recipe_name(tmp_path):
     from typer.testing import CliRunner
 
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     data = coco_pair(tmp_path)
     args = ["train", "--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "2",

@@ -24,7 +24,7 @@ from y9train.trainer import Trainer
 def test_y9_train_cli_on_coco8_writes_last_and_best_then_resumes(tmp_path):
     data = shared_path("datasets", "coco8", "data.yaml")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "y9deploy.cli", "train", "--data", str(data), "--model", "gelan-t",
+    cmd = [sys.executable, "-m", "y9cli", "train", "--data", str(data), "--model", "gelan-t",
            "--imgsz", "160", "--epochs", "2", "--batch", "4", "--project", str(tmp_path), "--name", "run"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -49,7 +49,7 @@ def test_y9_train_cli_on_coco8_writes_last_and_best_then_resumes(tmp_path):
     assert "epoch 2/2 done" in proc.stdout
 
     # --resume with a run folder continues it: one more epoch, the finished epochs unchanged
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     res = CliRunner().invoke(app, ["train", "--resume", str(run), "--workers", "0", "epochs=3"])
     assert res.exit_code == 0, res.output

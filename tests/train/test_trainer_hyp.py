@@ -11,7 +11,8 @@ import yaml
 from y9train.hyp import DEFAULT_HYP_PATH, Hyp, TrainConfig, apply_overrides, load_hyp, parse_overrides
 from y9train.plots import PANELS, plot_results
 from y9train.reporting import write_results_csv
-from y9train.train import build_config, split_resume_path
+from y9train.train import build_config
+from y9train.train_args import split_resume_path
 
 
 def test_default_yaml_equals_the_dataclass_defaults():

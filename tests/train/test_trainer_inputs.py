@@ -17,7 +17,7 @@ from rich.console import Console
 from tests.conftest import REPO
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 from y9train.checkpoint import save_checkpoint
 from y9train.models import build_model
 from y9train.reporting import Reporter
@@ -40,7 +40,7 @@ def test_missing_data_yaml_is_one_sentence_from_the_cli(tmp_path):
     missing = tmp_path / "nowhere" / "data.yaml"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "y9deploy.cli", "train", "--data", str(missing), "--model", "gelan-t",
+        [sys.executable, "-m", "y9cli", "train", "--data", str(missing), "--model", "gelan-t",
          "--project", str(tmp_path / "runs")],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
     )  # fmt: skip

@@ -13,7 +13,7 @@ from torch import nn
 
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9deploy.errors import BackendUnavailableError, DataError
+from y9core.errors import BackendUnavailableError, DataError
 from y9train.checkpoint import save_checkpoint
 from y9train.data import YoloDataset, build_dataloader
 from y9train.metrics import evaluate

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from y9deploy.atomic_write import atomic_write, ensure_writable
+from y9core.atomic_write import atomic_write, ensure_writable
+from y9core.errors import ModelFileError, Y9Error
 from y9deploy.engine.flavour import Flavour, load_flavour, normalize_cc
 from y9deploy.engine.manifest import EngineManifest, file_sha256, write_manifest
 from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, inspect_onnx
-from y9deploy.errors import ModelFileError, Y9Error
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def parser_onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, l
     """The ONNX the parser reads: converted to FP16 first where this flavour is strongly typed (also what
     ``engine.verify`` evaluates when the engine cannot run here)."""
     if fp16 and fl.fp16_by_onnx_conversion and not info.half:
-        from y9deploy.export.fp16 import convert_to_fp16
+        from y9deploy.onnx_fp16 import convert_to_fp16
 
         converted = convert_to_fp16(info.model, keep_io_types=True, source=str(info.path))
         note = f"converted {info.path.name} to FP16 (float32 inputs/outputs kept) for the strongly typed {fl.display}"

@@ -22,7 +22,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any, Literal
 
-from y9deploy.errors import BackendUnavailableError
+from y9core.errors import BackendUnavailableError
 
 FlavourName = Literal["tensorrt", "tensorrt_rtx"]
 FLAVOURS: tuple[str, ...] = ("tensorrt", "tensorrt_rtx")

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from y9deploy.errors import EngineMismatchError, ModelFileError
+from y9core.errors import EngineMismatchError, ModelFileError
 
 MANIFEST_FORMAT = "y9-engine-manifest/1"
 
@@ -103,7 +103,7 @@ class EngineManifest:
 
 def write_manifest(engine_path: str | os.PathLike, manifest: EngineManifest) -> Path:
     """Write ``<engine>.json`` atomically (temporary file, then rename); returns its path."""
-    from y9deploy.atomic_write import atomic_write
+    from y9core.atomic_write import atomic_write
 
     return atomic_write(manifest_path(engine_path), json.dumps(manifest.to_dict(), indent=2) + "\n")
 

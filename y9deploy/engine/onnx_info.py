@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 
 INPUT_NAME = "images"
 STRIDE = 32

@@ -2,7 +2,7 @@
 
 The engine (or, where it cannot run on this machine, e.g. an ahead-of-time build for another GPU, the FP16 ONNX
 it was built from: the very bytes the TensorRT-RTX parser read) is scored on a data.yaml split through
-``Detector`` and the project's evaluator (``y9train.validate_deployed.val_deployed``), and so is the reference:
+``Detector`` and the project's evaluator (``y9deploy.validate_deployed.val_deployed``), and so is the reference:
 the ONNX given to the builder, or the source model named by ``reference`` (a ``.pt`` checkpoint or another
 ONNX, run at the engine's input size). The build fails when mAP50-95 drops by more than ``threshold_points``
 (percentage points, default 0.5).
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from y9deploy.errors import BackendUnavailableError, EngineMismatchError, Y9Error
+from y9core.errors import BackendUnavailableError, EngineMismatchError, Y9Error
 
 DEFAULT_THRESHOLD_POINTS = 0.5
 
@@ -109,7 +109,7 @@ def _stand_in(engine_path: Path, onnx_path: Path, workdir: Path) -> tuple[Path, 
         return onnx_path, "onnx"
     data, notes = parser_onnx_bytes(info, load_flavour(man.flavour), True)
     if not notes:  # the full TensorRT sets FP16 by a builder flag: the FP16 conversion is the closest proxy
-        from y9deploy.export.fp16 import convert_to_fp16
+        from y9deploy.onnx_fp16 import convert_to_fp16
 
         data = convert_to_fp16(info.model, keep_io_types=True, source=str(onnx_path)).SerializeToString()
     from y9deploy.runtime.onnx_digest import seal
@@ -136,7 +136,7 @@ def verify_engine(
     for bad input (missing files, a reference of another class count, a split without labels).
     """
     from y9deploy.engine.onnx_info import inspect_onnx
-    from y9train.validate_deployed import val_deployed
+    from y9deploy.validate_deployed import val_deployed
 
     threshold = _check_threshold(threshold_points)
     engine_path, onnx_path = Path(engine_path), Path(onnx_path)

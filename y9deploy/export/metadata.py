@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 LETTERBOX = {"auto": False, "scaleup": True, "color": 114, "stride": 32}
 REQUIRED_KEYS = ("names", "stride", "imgsz", "letterbox", "model")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import Y9Error
+from y9core.errors import Y9Error
 from y9deploy.export.parity import ParityResult
 
 STRIDE = 32
@@ -187,7 +187,7 @@ def export_onnx_report(
     differences grow to pixels); real images keep them in their calibrated range."""
     import onnx
 
-    from y9deploy.atomic_write import atomic_write, ensure_writable
+    from y9core.atomic_write import atomic_write, ensure_writable
     from y9deploy.export.metadata import build_metadata, set_metadata
     from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx
@@ -248,7 +248,7 @@ def export_onnx_report(
     times["parity"] = time.perf_counter() - t
 
     if half:
-        from y9deploy.export.fp16 import convert_to_fp16
+        from y9deploy.onnx_fp16 import convert_to_fp16
 
         t = time.perf_counter()
         graph = convert_to_fp16(graph, keep_io_types=False, source=f"the {label} export")

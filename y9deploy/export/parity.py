@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError
+from y9core.errors import BackendUnavailableError
 
 
 @dataclass

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import cv2
 import numpy as np
 
-from y9deploy.errors import SourceError
+from y9core.errors import SourceError
 
 VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg", ".wmv", ".ts")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")

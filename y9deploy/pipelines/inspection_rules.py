@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from y9deploy.errors import RulesFileError
+from y9core.errors import RulesFileError
 from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
 from y9deploy.pipelines.regions import Region
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from y9deploy.errors import SourceError
+from y9core.errors import SourceError
 from y9deploy.pipelines.capture import (  # noqa: F401 - re-exported: the public names of the video pipeline
     DEFAULT_PORTS,
     IMAGE_SUFFIXES,

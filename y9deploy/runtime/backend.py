@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 END2END_OUTPUTS = ("num_dets", "boxes", "scores", "classes")
 NMS_INPUTS = ("score_threshold", "iou_threshold", "max_output_boxes")

@@ -3,7 +3,7 @@
 A Detector reuses its input buffers, CUDA graphs and output buffers from call to call, so two threads inside
 one Detector would overwrite each other's data and return wrong detections without any error. The guard
 makes that impossible: while one thread is inside (``predict``, ``warmup``, a ``predict_stream`` not yet
-exhausted or closed, ``close``), another thread that enters gets :class:`~y9deploy.errors.DetectorBusyError`
+exhausted or closed, ``close``), another thread that enters gets :class:`~y9core.errors.DetectorBusyError`
 at once instead of waiting (a silent queue would hide a design error and serialise work the caller meant to
 run in parallel). The thread that is inside may re-enter (e.g. call ``predict`` between two batches of its own
 ``predict_stream``), as before.
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from y9deploy.errors import DetectorBusyError
+from y9core.errors import DetectorBusyError
 
 
 class BusyGuard:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError, Y9Error
+from y9core.errors import BackendUnavailableError, Y9Error
 
 _CUDART: Any = None
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import Y9Error
+from y9core.errors import Y9Error
 from y9deploy.runtime.backend import batch_chunks
 from y9deploy.runtime.busy import BusyGuard
 from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image

@@ -70,7 +70,7 @@ def _pick_scan(scan: str, pred: Any) -> str:
         try:
             from y9deploy.runtime import nms_triton
         except ImportError as exc:
-            from y9deploy.errors import BackendUnavailableError
+            from y9core.errors import BackendUnavailableError
 
             raise BackendUnavailableError(f"scan='triton' needs the triton package ({exc}).") from exc
         if not (pred.is_cuda or nms_triton.interpreting()):

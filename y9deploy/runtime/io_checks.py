@@ -1,6 +1,6 @@
 """Load-time checks that a model file is a YOLO detector of the shape its metadata declares.
 
-Each check raises :class:`~y9deploy.errors.ModelFileError` with one sentence naming the file, the value
+Each check raises :class:`~y9core.errors.ModelFileError` with one sentence naming the file, the value
 found and what was expected, so that a classifier, a detector exported at another size, a model with
 another input type or NaN weights is refused when it is opened, not after it gave wrong detections.
 Shared by the ONNX Runtime and TensorRT backends; needs only numpy.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 IMAGE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 

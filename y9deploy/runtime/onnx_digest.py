@@ -16,7 +16,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from y9deploy.errors import ModelFileError
+from y9core.errors import ModelFileError
 
 DIGEST_KEY = "y9_digest"
 _METADATA_FIELD = 14  # ModelProto.metadata_props (StringStringEntryProto: key = 1, value = 2)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 from y9deploy.runtime.backend import DEFAULT_LETTERBOX, ModelInfo, is_torch_tensor, parse_device
 
 MAX_BATCH = 256

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError, ServingError
+from y9core.errors import BackendUnavailableError, ServingError
 from y9deploy.runtime.backend import ModelInfo, batch_chunks, parse_metadata
 from y9deploy.runtime.options import PredictOptions, resolve_options
 from y9deploy.serving.triton_repo import METADATA_KEY, metadata_props

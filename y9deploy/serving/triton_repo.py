@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 from y9deploy.runtime.backend import parse_metadata
 from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES
 

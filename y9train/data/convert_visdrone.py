@@ -17,7 +17,7 @@ from pathlib import Path
 import cv2
 import yaml
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 from .paths import IMAGE_SUFFIXES
 

@@ -12,7 +12,7 @@ Modes:
   later runs and epochs only map pages.
 
 Training sets (``fast_decode``) decode JPEGs that shrink by 2x or more at 1/2, 1/4 or 1/8 size in libjpeg's
-DCT domain before the final resize: the same size, 2-4x less decoding, and area-like rather than aliased
+DCT domain before the final resize: the same size, less decoding work, and area-like rather than aliased
 down-sampling. Validation sets keep the exact letterbox pixels (full decode + ``INTER_LINEAR``).
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 from y9deploy.preprocess import letterbox_params
 
 from .paths import cache_location
@@ -59,7 +59,7 @@ def read_resized(
     Args:
         src_hw: (h, w) of the source image when known (from the label scan).
         fast: for a JPEG shrunk by 2x or more (``src_hw`` given), decode at 1/2, 1/4 or 1/8 size in the DCT
-            domain (2-4x faster) before the final resize; same output size, slightly different pixels, so
+            domain (less decoding work) before the final resize; same output size, slightly different pixels, so
             only for training (validation keeps the letterbox's exact pixels).
     Returns:
         ndarray[h, w, 3] uint8 BGR.

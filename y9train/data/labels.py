@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 from .image_check import verify_images
 from .paths import cache_location, file_signature, label_path_for

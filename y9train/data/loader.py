@@ -1,6 +1,6 @@
 """DataLoader construction and the collate function producing the training batch contract.
 
-A batch (see /work/team/CONTRACTS.md) is a dict:
+A batch (what the trainer and the loss take) is a dict:
 - ``img``: uint8 Tensor[B, 3, H, W], RGB, contiguous;
 - ``labels``: float32 Tensor[N, 6], rows ``(batch_index, class, x1, y1, x2, y2)`` in pixels of ``img``;
 - ``paths``: list[str]; ``orig_hw``: list[(h, w)]; ``ratio_pad``: list[((rw, rh), (left, top))].

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 log = logging.getLogger("y9train.data")
 

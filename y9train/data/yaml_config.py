@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 from .paths import list_images
 

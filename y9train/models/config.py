@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from y9core.errors import Y9Error
+
 CONFIG_DIR = Path(__file__).with_name("configs")
 MODEL_NAMES: tuple[str, ...] = (
     "yolov9-t", "yolov9-s", "yolov9-m", "yolov9-c", "yolov9-e",
@@ -39,8 +41,8 @@ OPS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
-class ConfigError(ValueError):
-    """A model configuration file is malformed."""
+class ConfigError(Y9Error, ValueError):
+    """A model configuration file is malformed (a ValueError too: callers that check arguments catch it)."""
 
 
 def unknown_model_message(name: str) -> str:

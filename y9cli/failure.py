@@ -1,6 +1,6 @@
 """How the ``y9`` CLI reports a failure: one sentence on stderr and a non-zero exit, never a traceback.
 
-y9's own errors (:class:`~y9deploy.errors.Y9Error` and the ValueError/TypeError of argument checks) already
+y9's own errors (:class:`~y9core.errors.Y9Error` and the ValueError/TypeError of argument checks) already
 are one sentence. An ``OSError`` (a read-only folder, a file where a folder is expected, a full disk) is
 turned into one here, naming the path and saying what is wrong in words. ``y9 --debug ...`` (or
 ``Y9_DEBUG=1``) shows the full traceback instead.
@@ -56,6 +56,6 @@ def describe(exc: BaseException) -> str:
 
 
 def _is_y9(exc: BaseException) -> bool:
-    from y9deploy.errors import Y9Error
+    from y9core.errors import Y9Error
 
     return isinstance(exc, Y9Error)

@@ -2,8 +2,9 @@
 (its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9train.metrics.evaluate``,
 the ``ValResult`` of ``y9train.validate``).
 
-``val_model`` is the one function that decides: ``.pt`` checkpoints go to ``validate.val_checkpoint`` (the
-training-time validation loop), every other model file to ``val_deployed``.
+``val_model`` is the one function that decides: ``.pt`` checkpoints go to ``y9train.validate.val_checkpoint``
+(the training-time validation loop), every other model file to ``val_deployed``. It lives in y9deploy, above both
+the runtime and y9train's evaluator: y9train imports nothing of the runtime.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from y9deploy.errors import DataError
+from y9core.errors import DataError
 
 
 def val_deployed(

@@ -1,6 +1,6 @@
 """The CLI reference (docs/cli.md), generated from the typer app itself so that it cannot drift.
 
-``python -m y9deploy.cli.reference > docs/cli.md`` writes it; ``tests/docs/test_cli_reference.py`` regenerates it
+``python -m y9cli.reference > docs/cli.md`` writes it; ``tests/docs/test_cli_reference.py`` regenerates it
 and fails when the committed file differs. Every command (sub-groups included), its help, its arguments and
 options with their help, defaults, ranges and choices, as typer/click format them for ``--help`` (independent of
 the terminal's width).
@@ -14,7 +14,7 @@ import typer.main
 
 HEADER = """# CLI reference
 
-Generated from the typer app by `python -m y9deploy.cli.reference > docs/cli.md` (a test fails when this file
+Generated from the typer app by `python -m y9cli.reference > docs/cli.md` (a test fails when this file
 is not current). Guides: [getting started](getting-started.md), [deploy](deploy.md), [drone](drone.md),
 [inspection](inspection.md), [serving](serving.md), [training](training.md).
 
@@ -68,7 +68,7 @@ def _command_section(cmd, ctx, path: list[str], out: list[str]) -> None:
 
 def render() -> str:
     """docs/cli.md: the whole ``y9`` command tree as Markdown."""
-    from y9deploy.cli.app import app
+    from y9cli.app import app
 
     root = typer.main.get_command(app)
     ctx_type = root.context_class

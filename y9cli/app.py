@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# One line per command module under y9deploy/cli/ (each defines register(app)).
+# One line per command module under y9cli/ (each defines register(app)).
 COMMAND_MODULES = [
     "info",
     "data",
@@ -38,7 +38,7 @@ COMMAND_MODULES = [
 
 def _register_all() -> None:
     for name in COMMAND_MODULES:
-        import_module(f"y9deploy.cli.{name}").register(app)
+        import_module(f"y9cli.{name}").register(app)
 
 
 @app.callback()
@@ -56,8 +56,8 @@ _register_all()
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the app. y9's own errors and every OSError print as one sentence on stderr
     (exit code 2; Ctrl-C: 130), without a traceback unless ``--debug`` or ``Y9_DEBUG=1`` asks for it."""
-    from y9deploy.cli.failure import EXIT_ERROR, EXIT_INTERRUPTED, debug_requested, describe
-    from y9deploy.errors import Y9Error
+    from y9cli.failure import EXIT_ERROR, EXIT_INTERRUPTED, debug_requested, describe
+    from y9core.errors import Y9Error
 
     args = sys.argv[1:] if argv is None else list(argv)
     try:

@@ -16,7 +16,7 @@ def reparam(
     ] = False,
 ) -> None:
     """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
-    from y9train.reparam import reparameterize_checkpoint
+    from y9train.reparam_checkpoint import reparameterize_checkpoint
 
     result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
     typer.echo(

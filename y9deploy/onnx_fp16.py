@@ -1,11 +1,12 @@
-"""FP32 -> FP16 ONNX conversion (onnxconverter-common), for half exports and strongly typed TensorRT builds."""
+"""FP32 -> FP16 ONNX conversion (onnxconverter-common): half exports (y9deploy.export) and strongly typed TensorRT
+builds (y9deploy.engine) both import it from here, below them."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-from y9deploy.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError, ModelFileError
 
 
 def convert_to_fp16(model: Any, *, keep_io_types: bool, source: str = "the model") -> Any:

@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--frame {frame!r}: expected HxW, e.g. 1080x1920") from None
         old = BenchmarkResult.load(compare_to) if compare_to is not None else None
         if json_out is not None:
-            from y9deploy.atomic_write import ensure_writable
+            from y9core.atomic_write import ensure_writable
 
             ensure_writable(json_out)  # before the benchmark, not after it
         frames = None

@@ -1,4 +1,4 @@
-"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9train.validate_deployed.val_model``."""
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9deploy.validate_deployed.val_model``."""
 
 from __future__ import annotations
 
@@ -28,8 +28,15 @@ def _pct(v: float) -> str:
     return "   -" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:5.1f}"
 
 
-def _forwarded_args(ctx: typer.Context, drop: tuple[str, ...] = ("devices", "device")) -> list[str]:
-    """The command line of this ``y9 train`` call rebuilt from its parsed values, less the ``drop`` options."""
+def option_values(ctx: typer.Context) -> dict:
+    """The parsed values of this ``y9 train`` call by parameter name (enums as their text), less ``--devices``:
+    the arguments of ``y9train.train_args.train_kwargs``."""
+    return {k: v.value if isinstance(v, Enum) else v for k, v in ctx.params.items() if k != "devices"}
+
+
+def forwarded_args(ctx: typer.Context, drop: tuple[str, ...] = ("devices", "device")) -> list[str]:
+    """The command line of this ``y9 train`` call rebuilt from its parsed values, less the ``drop`` options: what
+    ``--devices`` hands each torchrun process (``python -m y9train.train``)."""
     options: list[str] = []
     positional: list[str] = []
     for p in ctx.command.params:
@@ -132,43 +139,14 @@ def train_command(
                 f"--device {device} and --devices {devices} were both given; expected one of them."
             )
         if chosen.processes > 1:
-            raise typer.Exit(launch(chosen, _forwarded_args(ctx)))
+            raise typer.Exit(launch(chosen, forwarded_args(ctx)))
         device = "cpu" if chosen.cpu else str(chosen.gpus[0])
-    from y9train.train import split_resume_path, train
+    from y9train.train import train
+    from y9train.train_args import summary, train_kwargs
 
-    resume_from, overrides = split_resume_path(resume, overrides or [])
-    result = train(
-        data=data,
-        model=model,
-        resume=resume_from,
-        hyp_file=hyp,
-        overrides=overrides,
-        imgsz=imgsz,
-        epochs=epochs,
-        batch=batch,
-        device=device,
-        workers=workers,
-        project=project,
-        name=name,
-        exist_ok=exist_ok or None,
-        amp=amp.value if amp else None,
-        cache=(None if cache is Cache.none else cache.value) if cache else None,
-        seed=seed,
-        grad_checkpointing=grad_checkpointing or None,
-        compile=compile_model or None,
-        new_head=new_head or None,
-        val=False if no_val else None,
-        sync_bn=sync_bn or None,
-    )
-    if os.environ.get("RANK", "0") != "0":
-        return  # torchrun: rank 0 reports
-    best = f"{result.best_fitness:.4f} at epoch {result.best_epoch}" if result.best_epoch else "none"
-    typer.echo(
-        f"{result.epochs_run}/{result.epochs} epochs, {result.steps} optimiser steps"
-        f"{' (early stop)' if result.stopped_early else ''}; best fitness {best}"
-    )
-    if result.save_dir:
-        typer.echo(f"best: {result.best}\nlast: {result.last}\nresults: {result.save_dir / 'results.csv'}")
+    result = train(**train_kwargs(**{**option_values(ctx), "device": device}))
+    if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
+        typer.echo(summary(result))
 
 
 def val_command(
@@ -195,7 +173,7 @@ def val_command(
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
-    from y9train.validate_deployed import val_model
+    from y9deploy.validate_deployed import val_model
 
     res = val_model(
         data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split

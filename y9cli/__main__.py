@@ -1,0 +1,3 @@
+from y9cli.app import main
+
+main()

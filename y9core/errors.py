@@ -1,0 +1,64 @@
+"""Errors raised by y9. Each carries one full sentence naming the file, the value and what was expected.
+
+One family: every error y9 raises on purpose is a ``Y9Error`` (the CLI prints any of them as one ``error: ...``
+sentence). Most carry a built-in base too, so that ``except ValueError`` / ``RuntimeError`` keeps working.
+Defined here, the bottom package both y9train and y9deploy import:
+
+- ``ModelFileError`` (ValueError): a model, checkpoint, ONNX or engine file is missing, corrupt or unexpected;
+- ``EngineMismatchError``: an engine built for another GPU, TensorRT flavour or version, or ONNX file;
+- ``BackendUnavailableError`` (RuntimeError): a package a backend needs is missing;
+- ``DataError`` (ValueError): a dataset, data.yaml or label file is malformed;
+- ``DetectorBusyError`` (RuntimeError): a second thread entered a Detector;
+- ``SourceError`` (ValueError): a video, folder of frames, camera or stream cannot be opened or read;
+- ``RulesFileError`` (ValueError): an inspection rules file is malformed;
+- ``ServingError`` (RuntimeError): a model server cannot be reached or answered an error.
+
+Defined beside the code that raises them (subclasses of ``Y9Error`` all the same):
+
+- ``y9train.models.config.ConfigError`` (ValueError): a model configuration file is malformed;
+- ``y9train.official_pickle.UnsafePickleError`` (pickle.UnpicklingError): an official checkpoint's pickle asks
+  for a global outside the allow-list (checkpoint loading reports it as a ``ModelFileError``);
+- ``y9deploy.runtime.cuda.CudaError`` (RuntimeError): a CUDA runtime call failed;
+- ``y9deploy.engine.verify.EngineVerificationError``: a built engine scored too far below its source model.
+
+Bad frames and arguments (a frame that is not HxWx3 uint8, an empty batch, a threshold out of range) raise the
+built-in ``TypeError`` / ``ValueError`` with the same one-sentence message.
+"""
+
+from __future__ import annotations
+
+
+class Y9Error(Exception):
+    """Base class of every error y9 raises on purpose."""
+
+
+class ModelFileError(Y9Error, ValueError):
+    """A model, checkpoint, ONNX or engine file is missing, corrupt, or not what was expected."""
+
+
+class EngineMismatchError(Y9Error):
+    """An engine was built for another GPU, TensorRT flavour or version, or from another ONNX file."""
+
+
+class BackendUnavailableError(Y9Error, RuntimeError):
+    """The package a backend needs (tensorrt, tensorrt_rtx, onnxruntime, torch, cuda-python) is missing."""
+
+
+class DataError(Y9Error, ValueError):
+    """A dataset, data.yaml or label file is malformed."""
+
+
+class DetectorBusyError(Y9Error, RuntimeError):
+    """A thread called a Detector while another thread was running it (a Detector serves one thread at a time)."""
+
+
+class SourceError(Y9Error, ValueError):
+    """A video file, folder of frames, camera or stream cannot be opened or read (the reason is named)."""
+
+
+class RulesFileError(Y9Error, ValueError):
+    """An inspection rules file is malformed: one sentence per mistake, each with file:line."""
+
+
+class ServingError(Y9Error, RuntimeError):
+    """A model server (Triton) cannot be reached, does not serve the model, or answered an error."""

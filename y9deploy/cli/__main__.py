@@ -1,3 +1,0 @@
-from y9deploy.cli.app import main
-
-main()
