@@ -1,6 +1,6 @@
 """Exact greedy NMS scan in one Triton kernel: its cost does not grow with the suppression chains.
 
-Imported only when needed (``runtime.gpu_postprocess`` imports it when torch has CUDA and triton imports;
+Imported only when needed (``post.torch_batched`` and ``post.graph`` import it when torch has CUDA and triton imports;
 tests import it on the CPU with ``TRITON_INTERPRET=1``, Triton's interpreter, which runs the same kernel on
 CPU tensors).
 
@@ -190,7 +190,7 @@ def pack_rows(over: Any) -> Any:
     u8 = over.view(torch.uint8)
     if w * 32 != k:
         u8 = F.pad(u8, (0, w * 32 - k))
-    # made on the device (no host copy: this runs inside CUDA graph captures, runtime.graph_post)
+    # made on the device (no host copy: this runs inside CUDA graph captures, post.graph)
     weights = torch.ones(8, dtype=torch.uint8, device=over.device) << torch.arange(
         8, dtype=torch.uint8, device=over.device
     )
