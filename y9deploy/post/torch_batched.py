@@ -120,6 +120,8 @@ def batched_postprocess_torch(
     the default ``max_nms``) puts all images in one bucket at the largest k (the behaviour before buckets)."""
     import torch
 
+    if not isinstance(pred, torch.Tensor):
+        raise TypeError(f"pred is a {type(pred).__name__}; expected a torch.Tensor [B, 4+nc, A].")
     if pred.ndim != 3 or pred.shape[1] < 5:
         raise ValueError(
             f"pred has shape {tuple(pred.shape)}; expected [B, 4+nc, A] with at least one class."

@@ -241,9 +241,9 @@ class Detector:
                 "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
             )
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        return self._stream(iter(batches), opts, NULL_TIMER if timer is None else timer)
+        return self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
 
-    def _stream(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
+    def _stream_guarded(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
         with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
             yield from self._stream_unguarded(batches, opts, timer)
 
