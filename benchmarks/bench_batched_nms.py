@@ -52,9 +52,9 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
+    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     from y9deploy.postprocess import postprocess
-    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     pred = synthetic_batch(np.random.default_rng(0), args.batch, args.candidates, args.saturated, args.dense)
     kw = dict(conf=0.25, agnostic=args.agnostic)

@@ -13,11 +13,11 @@ def nms_check(pt, frames, batch: int, candidates: int, kw_torch: dict, summary: 
     fixed point, at ~candidates and ~4x candidates per frame; ms per call (CUDA-synchronised wall clock) and
     bit-equality with the host ``postprocess``."""
     import torch
+    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     from y9deploy import Detector
     from y9deploy.postprocess import postprocess
     from y9deploy.preprocess import prepare
-    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     rows = []
     with Detector(pt, **kw_torch) as det:

@@ -79,7 +79,12 @@ def test_choose_post_rejects_an_unknown_option():
 
 def test_fallback_chain():
     assert FALLBACK == (PostImpl.GRAPH, PostImpl.TORCH_TRITON, PostImpl.TORCH, PostImpl.HOST)
-    assert [step_down(i) for i in FALLBACK] == [PostImpl.TORCH_TRITON, PostImpl.TORCH, PostImpl.HOST, PostImpl.HOST]
+    assert [step_down(i) for i in FALLBACK] == [
+        PostImpl.TORCH_TRITON,
+        PostImpl.TORCH,
+        PostImpl.HOST,
+        PostImpl.HOST,
+    ]
     assert step_down(PostImpl.END2END) is PostImpl.END2END
 
 

@@ -131,7 +131,9 @@ def test_box_iou_torch_equals_numpy():
     boxes = np.concatenate([c - wh / 2, c + wh / 2], 1).astype(np.float32)
     boxes[7] = boxes[3]  # identical boxes: IoU exactly 1
     tb = torch.from_numpy(boxes)
-    np.testing.assert_array_equal(box_iou_torch(tb[:50], tb[50:90]).numpy(), box_iou(boxes[:50], boxes[50:90]))
+    np.testing.assert_array_equal(
+        box_iou_torch(tb[:50], tb[50:90]).numpy(), box_iou(boxes[:50], boxes[50:90])
+    )
     batched = box_iou_torch(tb[:300].view(3, 100, 4), tb[:300].view(3, 100, 4)).numpy()  # leading dims
     for k in range(3):
         part = boxes[100 * k : 100 * (k + 1)]

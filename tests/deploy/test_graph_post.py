@@ -15,10 +15,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton", reason="triton is not importable", exc_type=ImportError)
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
-from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.post import triton_nms as nms_triton  # noqa: E402
 from y9deploy.post.choice import PostImpl  # noqa: E402
 from y9deploy.post.graph import GraphPost, GraphStats, pick_k  # noqa: E402
+from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.runtime.options import PredictOptions, resolve_options  # noqa: E402
 
 

@@ -21,9 +21,9 @@ pytest.importorskip(
 )
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
-from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.post import triton_nms as nms_triton  # noqa: E402
 from y9deploy.post.torch_batched import batched_postprocess_torch  # noqa: E402
+from y9deploy.postprocess import postprocess  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.detections import Detections, Names, _check_names
 from y9core.letterbox import LetterboxInfo, scale_boxes, unletterbox
+from y9deploy.detections import Detections, Names, _check_names
 from y9deploy.post.nms import class_offsets, nms_sorted, order_by_score
 
 __all__ = [

@@ -74,7 +74,9 @@ class PostRunner:
         from y9deploy.post.torch_batched import batched_postprocess_torch
 
         scan = "triton" if impl is PostImpl.TORCH_TRITON else "fixed-point"
-        kw = dict(conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes)
+        kw = dict(
+            conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes
+        )
         try:
             return PendingRows(n, ready=batched_postprocess_torch(pred[:n], scan=scan, **kw))
         except Exception as exc:  # noqa: BLE001 - the Triton kernel failed here: the fixed point

@@ -235,7 +235,15 @@ def class_offsets_torch(boxes: Any, alive: Any) -> Any:
 
 
 def _bucket_keep(
-    boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int, scan: str,
+    boxes: Any,
+    clsf: Any,
+    n: Any,
+    *,
+    agnostic: bool,
+    t: float,
+    max_det: int,
+    budget: int,
+    scan: str,
     auto: bool = False,
 ) -> Any:
     """One bucket: boxes Tensor[b, K, 4] sorted by score, clsf Tensor[b, K] classes (float), n Tensor[b]
@@ -286,9 +294,13 @@ def box_iou_torch(a: Any, b: Any) -> Any:
 
     area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
     area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
-    w = torch.minimum(a[..., :, None, 2], b[..., None, :, 2]) - torch.maximum(a[..., :, None, 0], b[..., None, :, 0])
+    w = torch.minimum(a[..., :, None, 2], b[..., None, :, 2]) - torch.maximum(
+        a[..., :, None, 0], b[..., None, :, 0]
+    )
     w.clamp_(min=0)
-    h = torch.minimum(a[..., :, None, 3], b[..., None, :, 3]) - torch.maximum(a[..., :, None, 1], b[..., None, :, 1])
+    h = torch.minimum(a[..., :, None, 3], b[..., None, :, 3]) - torch.maximum(
+        a[..., :, None, 1], b[..., None, :, 1]
+    )
     h.clamp_(min=0)
     inter = w.mul_(h)
     union = area_a[..., :, None] + area_b[..., None, :]

@@ -61,7 +61,9 @@ class DevicePre:
         self.dtype = dtype
         self.channels_last = bool(channels_last)
         self.workers = workers or min(16, os.cpu_count() or 1)
-        self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="y9-pre") if self.workers > 1 else None
+        self.pool = (
+            ThreadPoolExecutor(self.workers, thread_name_prefix="y9-pre") if self.workers > 1 else None
+        )
         self.staging: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
     def close(self) -> None:

@@ -153,11 +153,15 @@ class Detector:
         if pre is PreImpl.HOST:
             from y9deploy.runtime.host_pipeline import HostPipeline
 
-            self._pipeline = HostPipeline(self.backend, LetterboxSpec.of(self.imgsz, self.info.letterbox), self.names)
+            self._pipeline = HostPipeline(
+                self.backend, LetterboxSpec.of(self.imgsz, self.info.letterbox), self.names
+            )
         else:
             from y9deploy.runtime.gpu_pipeline import GpuPipeline
 
-            self._pipeline = GpuPipeline(self.backend, self.info, stream=stream, pre=pre.value, post=postprocess)
+            self._pipeline = GpuPipeline(
+                self.backend, self.info, stream=stream, pre=pre.value, post=postprocess
+            )
 
     # ---------------------------------------------------------------- public API
     @property
@@ -243,7 +247,9 @@ class Detector:
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
         return self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
 
-    def _stream_guarded(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
+    def _stream_guarded(
+        self, batches: Iterator[Any], opts: PredictOptions, timer: Any
+    ) -> Iterator[list[Any]]:
         with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
             yield from self._stream_unguarded(batches, opts, timer)
 

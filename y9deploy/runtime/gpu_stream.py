@@ -258,5 +258,7 @@ class StreamRunner:
             if failed:
                 raise failed[0]
         finally:
-            if pending is not None:  # closed early or failed: let the stage finish before its buffer is reused
+            if (
+                pending is not None
+            ):  # closed early or failed: let the stage finish before its buffer is reused
                 wait_futures([pending])

@@ -54,7 +54,12 @@ class HostPipeline:
         timer.mark("start")
         blob = self.input_buffer(padded)
         _, infos = prepare(
-            frames, self.spec.imgsz, dtype=blob.dtype, auto=False, out=blob[: len(frames)], **self.spec.kwargs()
+            frames,
+            self.spec.imgsz,
+            dtype=blob.dtype,
+            auto=False,
+            out=blob[: len(frames)],
+            **self.spec.kwargs(),
         )
         timer.mark(PRE)
         outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
@@ -64,7 +69,9 @@ class HostPipeline:
         timer.mark(POST)
         return dets
 
-    def run_stream(self, chunks: Iterator[Chunk], opts: Any, timer: Any = NULL_TIMER) -> Iterator[tuple[list[Any], Any]]:
+    def run_stream(
+        self, chunks: Iterator[Chunk], opts: Any, timer: Any = NULL_TIMER
+    ) -> Iterator[tuple[list[Any], Any]]:
         """The chunks one after the other (nothing to overlap on the host)."""
         for frames, padded, tag in chunks:
             yield self.run(frames, padded, opts, timer), tag

@@ -50,7 +50,9 @@ class Pipeline(Protocol):
         """One chunk: frames -> one Detections per frame (``padded``: the batch the model is called with)."""
         ...
 
-    def run_stream(self, chunks: Iterator[Chunk], opts: Any, timer: Any = NULL_TIMER) -> Iterator[tuple[list[Any], Any]]:
+    def run_stream(
+        self, chunks: Iterator[Chunk], opts: Any, timer: Any = NULL_TIMER
+    ) -> Iterator[tuple[list[Any], Any]]:
         """Chunks -> ``(Detections per frame, tag)`` per chunk, in order."""
         ...
 

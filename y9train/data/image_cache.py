@@ -28,8 +28,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from y9deploy.errors import DataError
 from y9core.letterbox import letterbox_params
+from y9deploy.errors import DataError
 
 from .paths import cache_location
 
