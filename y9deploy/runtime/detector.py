@@ -44,8 +44,6 @@ from y9deploy.runtime.loading import open_backend
 from y9deploy.runtime.options import PredictOptions, resolve_options
 from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
 
-NullTimer = type(NULL_TIMER)  # kept: the stage timer used outside benchmarks
-
 
 class Detector:
     """YOLOv9 detector over a TensorRT engine, an ONNX model or a checkpoint.
