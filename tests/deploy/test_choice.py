@@ -161,3 +161,24 @@ def test_detector_names_its_choice(embedded_pt):
     assert (case.pre_impl, case.post_impl, case.preprocess) == ("host", "host", "cpu")
     back = BenchmarkResult.from_dict(res.to_dict())
     assert back.cases[0].post_impl == "host"
+
+
+def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
+    """The fallback rule for work an implementation cannot take: the torch implementation gets numpy outputs
+    (a backend that returned arrays) and hands them to the host one; both give the host's rows."""
+    torch = pytest.importorskip("torch")
+    from tests.deploy.test_postprocess import random_prediction
+    from y9deploy.post.runner import PostRunner
+    from y9deploy.postprocess import postprocess
+    from y9deploy.runtime.options import PredictOptions, resolve_options
+
+    pred = random_prediction(np.random.default_rng(4), 2, 3, 300, ties=True)
+    opts = resolve_options(PredictOptions(), {"conf": 0.3}, nc=3, end2end=False)
+    runner = PostRunner(PostImpl.TORCH, nc=3, names=["a", "b", "c"], device=torch.device("cpu"))
+    want = postprocess(pred, conf=0.3)
+    assert sum(len(w) for w in want) > 5
+    for outputs in ({"output0": pred}, {"output0": torch.from_numpy(pred)}):
+        got = runner.submit(outputs, 2, opts).rows()
+        for x, y in zip(got, want, strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert runner.impl is PostImpl.TORCH  # work it could not take does not change the choice
