@@ -184,7 +184,7 @@ def pack_rows(over: Any) -> Any:
     import torch.nn.functional as F
 
     if sys.byteorder != "little":  # pragma: no cover - every CUDA host is little-endian
-        raise RuntimeError("nms_triton.pack_rows reads bytes as little-endian int32 words.")
+        raise RuntimeError("triton_nms.pack_rows reads bytes as little-endian int32 words.")
     b, k, _ = over.shape
     w = -(-k // 32)
     u8 = over.view(torch.uint8)
