@@ -129,7 +129,7 @@ class StreamRunner:
 
     def __init__(self, pipe: Any) -> None:
         self.pipe = pipe
-        self.slots = StreamSlots(pipe.torch, pipe.device, pipe.cuda)
+        self.slots: StreamSlots | None = None  # made by the first stream, kept for the next ones
         self.stager: ThreadPoolExecutor | None = None  # stages the next chunk in the background
         self.profile = HostProfile()  # host time per step
 
@@ -137,7 +137,7 @@ class StreamRunner:
         if self.stager is not None:
             self.stager.shutdown(wait=True)
             self.stager = None
-        self.slots = StreamSlots(self.pipe.torch, self.pipe.device, self.pipe.cuda)
+        self.slots = None
 
     def stage(self, frames: list[np.ndarray], padded: int, slot: int) -> tuple[Any, list[Any]]:
         """Stage thread: the host part of pre-processing into host slot ``slot`` and its upload: (device view
@@ -192,6 +192,8 @@ class StreamRunner:
             return
         if self.stager is None:
             self.stager = ThreadPoolExecutor(1, thread_name_prefix="y9-stage")
+        if self.slots is None:
+            self.slots = StreamSlots(pipe.torch, pipe.device, pipe.cuda)
         stager, prof, post_runner = self.stager, self.profile, pipe.post_runner
         failed: list[BaseException] = []
 
