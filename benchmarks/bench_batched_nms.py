@@ -1,4 +1,4 @@
-"""The Detector's batched decode + NMS (``runtime.gpu_postprocess``) on synthetic raw outputs: buckets vs one
+"""The Detector's batched decode + NMS (``post.torch_batched``) on synthetic raw outputs: buckets vs one
 padded batch, the Triton scan vs the fixed point, and each result checked against the host ``postprocess``.
 
     PYTHONPATH=. python benchmarks/bench_batched_nms.py --device cuda             # on the GPU (all variants)
@@ -53,8 +53,9 @@ def main() -> int:
 
     import torch
 
+    from y9deploy.post.choice import choose_scan
+    from y9deploy.post.torch_batched import batched_postprocess_torch
     from y9deploy.postprocess import postprocess
-    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     pred = synthetic_batch(np.random.default_rng(0), args.batch, args.candidates, args.saturated, args.dense)
     kw = dict(conf=0.25, agnostic=args.agnostic)
@@ -67,7 +68,7 @@ def main() -> int:
           f"{sum(len(w) for w in want)} detections; host postprocess once: {host_ms:.1f} ms", flush=True)  # fmt: skip
     rows = []
     for scan in ("fixed-point", "triton"):
-        if scan == "triton" and not (cuda and triton_scan_ready()):
+        if scan == "triton" and not (cuda and choose_scan(True) == "triton"):
             print("triton: skipped (needs CUDA tensors and triton)")
             continue
         for label, min_bucket in (("buckets", 32), ("one bucket", 1 << 15)):

@@ -30,7 +30,7 @@ What it does:
 8. step ``stream``: ``Detector.predict_stream`` (the letterbox of batch i+1 overlapping the GPU work of batch
    i) at ``--stream-batches`` (32, 64), mode "stream" in the JSON; with ``--compile`` also compiled.
 9. step ``graph``: with one Detector (so one network output), the detections of the default GPU path
-   (post-processing replayed as CUDA graphs, ``runtime.graph_post``) against the eager GPU post-processing and
+   (post-processing replayed as CUDA graphs, ``post.graph``) against the eager GPU post-processing and
    the host ``postprocess``, at batch 1 and the largest batch, in ``predict`` and ``predict_stream``: whether
    they are equal bit for bit (``summary.json`` ``graph_agree``).
 ``--stream`` runs only steps 1, 3, 7 and 8.
@@ -133,7 +133,8 @@ def pick_conf(det, frames, candidates: int) -> float:
     from y9deploy.preprocess import prepare
 
     blob, _ = prepare(frames[:8], det.imgsz, dtype=det.backend.input_dtype)
-    out = det.backend.infer(blob if det._gpu is None else _to_device(blob, det))["output0"]
+    on_host = str(det.pipeline.pre) == "host"
+    out = det.backend.infer(blob if on_host else _to_device(blob, det))["output0"]
     out = out.float().cpu().numpy() if hasattr(out, "cpu") else np.asarray(out, np.float32)
     best = np.sort(out[:, 4:].max(1), axis=1)[:, ::-1]
     return float(np.median(best[:, min(candidates, best.shape[1] - 1)]))
@@ -337,11 +338,12 @@ def main() -> int:
             "stream-compiled",
             lambda: run("torch_stream_compiled", pt, sb, stream=True, compile=True, **kw_torch),
         )
-    from y9deploy.runtime import gpu_postprocess
+    from y9deploy.post.choice import PostImpl, choose_scan, failure
 
     summary["nms_scan"] = {
-        "triton_ready": gpu_postprocess.triton_scan_ready(),
-        "triton_error": gpu_postprocess.TRITON_ERROR,
+        "triton_ready": choose_scan(True) == "triton",
+        "triton_error": failure(PostImpl.TORCH_TRITON),
+        "graph_error": failure(PostImpl.GRAPH),
     }
 
     def net():
@@ -364,27 +366,34 @@ def main() -> int:
                 for x, y in zip(xs, ys, strict=True)
             )
 
+        from dataclasses import asdict
+
+        from y9deploy.runtime.gpu_pipeline import GpuPipeline
+
         out = {}
         with Detector(pt, conf=conf, **kw_torch) as det:
-            pipe = det._gpu
-            out["graph_post_active"] = pipe is not None and pipe._graph_post is not None
-            if pipe is None:
+            pipe = det.pipeline
+            if not isinstance(pipe, GpuPipeline):
                 raise RuntimeError(f"{det.device}: no GPU pipeline, nothing to compare")
-            for b in sorted({1, max(batches)}):
-                fr = [frames[i % len(frames)] for i in range(b)]
-                got = det.predict(fr)
-                streamed = [d for r in det.predict_stream([fr, fr[::-1]]) for d in r]
-                graph, pipe._graph_post = pipe._graph_post, None
-                eager = det.predict(fr)
-                pipe.post = "cpu"
-                host = det.predict(fr)
-                pipe.post, pipe._graph_post = "auto", graph
+            out["post_impl"] = str(pipe.post)
+            sizes = sorted({1, max(batches)})
+            fr = {b: [frames[i % len(frames)] for i in range(b)] for b in sizes}
+            got = {b: det.predict(fr[b]) for b in sizes}
+            streamed = {b: [d for r in det.predict_stream([fr[b], fr[b][::-1]]) for d in r] for b in sizes}
+            graph = pipe.post_runner.graph
+            out["graph_post_stats"] = asdict(graph.stats) if graph is not None else None
+            out["post_impl_after"] = str(pipe.post)  # a fallback while running shows here
+            det.pipeline = GpuPipeline(det.backend, det.info, stream=pipe.stream, graph_post=False)
+            out["eager_post_impl"] = str(det.pipeline.post)
+            eager = {b: det.predict(fr[b]) for b in sizes}
+            det.pipeline = GpuPipeline(det.backend, det.info, stream=pipe.stream, post="cpu")
+            host = {b: det.predict(fr[b]) for b in sizes}
+            for b in sizes:
                 out[str(b)] = {
-                    "detections": sum(len(d) for d in got),
-                    "equal_to_eager_gpu": same(got, eager),
-                    "equal_to_host": same(got, host),
-                    "stream_equal_to_host": same(streamed, host + host[::-1]),
-                    "graph_post_stats": dict(graph.stats) if graph is not None else None,
+                    "detections": sum(len(d) for d in got[b]),
+                    "equal_to_eager_gpu": same(got[b], eager[b]),
+                    "equal_to_host": same(got[b], host[b]),
+                    "stream_equal_to_host": same(streamed[b], host[b] + host[b][::-1]),
                 }
         summary["graph_agree"] = out
         print("graph post agreement:", json.dumps(out), flush=True)

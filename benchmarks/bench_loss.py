@@ -120,13 +120,13 @@ def run(args: argparse.Namespace) -> dict:
     x = torch.cat([f.detach().flatten(2) for f in branches[0]], 2)  # [B, 64 + nc, A], as the loss builds it
 
     def assign_once():
-        decoder = loss_fn._anchor_decoder(x[:, :64], grid)
+        decoder = loss_fn.anchor_decoder(x[:, :64], grid)
         return loss_fn.assigner(x[:, 64:].transpose(1, 2), decoder, grid, labels)
 
     asg = assign_once()  # warm-up, and counts
-    from y9train.loss.assigner import _anchor_ranges
+    from y9train.loss.assigner import anchor_ranges
 
-    r = _anchor_ranges(labels[:, 2:6], grid)
+    r = anchor_ranges(labels[:, 2:6], grid)
     pairs = int((r[2] * r[3]).sum())
 
     preds = branches if args.dual else branches[0]

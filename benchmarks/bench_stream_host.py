@@ -4,7 +4,7 @@ OpenCV's own threads change throughput (one Detector, optionally torch.compile'd
     PYTHONPATH=. python benchmarks/bench_stream_host.py --batch 64 --iters 60 --compile --out "$OUT/host"
 
 For each (pool workers, cv2 threads): img/s over ``--iters`` batches of 1080p frames (wall clock, after 5 warm-up
-batches) and ``GpuPipeline.host_profile`` per batch: stage_* (the stage thread: waiting for its slot, the
+batches) and ``StreamRunner.profile`` (``det.pipeline.stream_runner.profile``) per batch: stage_* (the stage thread: waiting for its slot, the
 letterbox, enqueuing the upload) and main_* (the main thread: waiting for the staged batch, launching it,
 pulling the next, enqueuing post-processing, waiting for the rows, building Detections), caller (the loop
 consuming the results). Writes ``stream_host.json`` under ``--out``.
@@ -17,7 +17,6 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cv2
@@ -45,6 +44,7 @@ def main() -> int:
     from y9deploy import Detector
     from y9deploy.bench import synthetic_frame
     from y9deploy.preprocess import prepare
+    from y9deploy.runtime.gpu_pipeline import GpuPipeline
     from y9train.checkpoint import save_checkpoint
     from y9train.models import build_model
 
@@ -60,16 +60,15 @@ def main() -> int:
     default_cv = cv2.getNumThreads()
     with Detector(pt, device="cuda", compile=args.compile) as det:
         conf = pick_conf(det, distinct, args.candidates)
-        pipe = det._gpu
+        stream = det.pipeline.stream  # the Detector's CUDA stream, which the backend runs on
         for workers in [int(x) for x in args.workers.split(",")]:
             for cv_threads in args.cv_threads.split(","):
                 cv2.setNumThreads(default_cv if cv_threads == "default" else int(cv_threads))
-                if pipe._pool is not None:
-                    pipe._pool.shutdown()
-                pipe._pool, pipe.workers = ThreadPoolExecutor(workers), workers
+                det.pipeline = pipe = GpuPipeline(det.backend, det.info, stream=stream, workers=workers)
+                profile = pipe.stream_runner.profile
                 for _ in det.predict_stream((frames for _ in range(5)), conf=conf):
                     pass
-                pipe.host_profile.reset()
+                profile.reset()
                 n_det = 0
                 t0 = time.perf_counter()
                 for dets in det.predict_stream((frames for _ in range(args.iters)), conf=conf):
@@ -79,7 +78,8 @@ def main() -> int:
                        "img_per_s": round(args.batch * args.iters / sec, 1),
                        "ms_per_batch": round(sec * 1000 / args.iters, 2),
                        "detections_per_image": round(n_det / (args.batch * args.iters), 1),
-                       "host_ms_per_batch": pipe.host_profile.per_call()}  # fmt: skip
+                       "post_impl": str(pipe.post), "pre_impl": str(pipe.pre),
+                       "host_ms_per_batch": profile.per_call()}  # fmt: skip
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     cv2.setNumThreads(default_cv)

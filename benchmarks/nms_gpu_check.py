@@ -15,9 +15,10 @@ def nms_check(pt, frames, batch: int, candidates: int, kw_torch: dict, summary: 
     import torch
 
     from y9deploy import Detector
+    from y9deploy.post.choice import choose_scan
+    from y9deploy.post.torch_batched import batched_postprocess_torch
     from y9deploy.postprocess import postprocess
     from y9deploy.preprocess import prepare
-    from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch, triton_scan_ready
 
     rows = []
     with Detector(pt, **kw_torch) as det:
@@ -32,7 +33,7 @@ def nms_check(pt, frames, batch: int, candidates: int, kw_torch: dict, summary: 
             want = postprocess(host_raw, conf=conf)
             counts = (host_raw[:, 4:].max(1) > conf).sum(1)
             for scan in ("triton", "fixed-point"):
-                if scan == "triton" and not (raw.is_cuda and triton_scan_ready()):
+                if scan == "triton" and not (raw.is_cuda and choose_scan(True) == "triton"):
                     rows.append({"scan": scan, "skipped": "needs CUDA tensors and triton"})
                     continue
                 got = batched_postprocess_torch(raw, conf=conf, scan=scan)

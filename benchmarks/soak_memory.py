@@ -18,6 +18,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +38,11 @@ def default_model(folder: Path) -> Path:
 
 def _gpu_mb(det) -> float | None:
     """torch's allocated CUDA memory (MB) when the Detector runs the GPU path, else None."""
-    if det._gpu is None or not det._gpu.cuda:
+    if not det.pipeline.cuda:
         return None
     import torch
 
-    return torch.cuda.memory_allocated(det._gpu.device) / 2**20
+    return torch.cuda.memory_allocated(det.pipeline.device) / 2**20
 
 
 def frames() -> list:
@@ -97,8 +98,10 @@ def main() -> int:
                     f"after {done:>6} calls: RSS {rss:8.1f} MB" + (f", GPU {gpu:.1f} MB" if gpu else ""),
                     flush=True,
                 )
-        graph = getattr(det._gpu, "_graph_post", None) if det._gpu is not None else None
-        graph_stats = dict(graph.stats) if graph is not None else None
+        runner = getattr(det.pipeline, "post_runner", None)  # the torch pipeline's post-processing
+        graph = runner.graph if runner is not None else None
+        graph_stats = asdict(graph.stats) if graph is not None else None
+        choice = det.choice()
     seconds = time.perf_counter() - t0
     base, last = samples[0][1], samples[-1][1]
     growth = last - base
@@ -116,6 +119,8 @@ def main() -> int:
         "detections": n_dets,
         "gpu_allocated_mb": [[n, round(m, 1)] for n, m in gpu_samples],
         "graph_post_stats": graph_stats,
+        "preprocess_impl": choice["preprocess"],
+        "postprocess_impl": choice["postprocess"],
     }
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}))
     if args.json:

@@ -64,6 +64,7 @@ def register(app: typer.Typer) -> None:
             )
         if not report.gpus:
             rows.append(("GPU", "[dim]no NVIDIA GPU found[/dim]"))
+        rows.append(("Pre/post-processing", f"{report.preprocess} / {report.postprocess} on {report.device}"))
         for k, v in rows:
             table.add_row(f"[bold]{k}[/bold]", v)
         console.print(table)

@@ -7,7 +7,8 @@ second. On a GPU the stages are timed with CUDA events recorded on the Detector'
 not when the host returned); end to end is always the host's wall clock around ``predict``. With
 ``idle_ms`` the calls are spaced apart as in a camera loop (clocks drop, caches go cold: the latency a
 real-time application sees). With ``stream=True`` the batches go through ``Detector.predict_stream``
-(mode "stream" in the JSON): img/s of the pipelined loop. Results save to and load from JSON; ``compare``
+(mode "stream" in the JSON): img/s of the pipelined loop. Each case names the pre- and post-processing
+implementations that ran (``pre_impl``, ``post_impl``: ``Detector.choice()``). Results save to and load from JSON; ``compare``
 gives the regression table against an earlier JSON. Nothing here prints: the CLI does.
 """
 
@@ -63,11 +64,13 @@ class BenchmarkCase:
     warmup: int
     idle_ms: float
     timer: str  # "cuda-events" or "host"
-    preprocess: str  # "gpu" or "cpu"
+    preprocess: str  # "cpu" (the host pipeline), else "<pre option>/post-<post option>" of the torch pipeline
     stages: dict[str, StageStats]
     img_per_s: float
     detections_per_image: float
     mode: str = "predict"  # "predict" (one call per batch) or "stream" (Detector.predict_stream)
+    pre_impl: str = ""  # the pre-processing implementation that ran (y9deploy.pre.choice.PreImpl)
+    post_impl: str = ""  # the post-processing implementation that ran (y9deploy.post.choice.PostImpl)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -158,12 +161,14 @@ def _bench_case(
     stream: bool = False,
 ) -> BenchmarkCase:
     batch_frames = [frames[i % len(frames)] for i in range(batch)]
-    cuda = det._gpu is not None and det._gpu.cuda
+    pipe = det.pipeline
+    cuda = bool(pipe.cuda)
     timer = StageTimer(cuda=cuda)
     samples: dict[str, list[float]] = {s: [] for s in STAGES}
     run = _bench_stream if stream else _bench_predict
     n_dets = run(det, batch_frames, timer, samples, iters=iters, warmup=warmup, idle_ms=idle_ms)
     stats = {s: StageStats.of(samples[s]) for s in STAGES}
+    choice = det.choice()  # after the runs: a fallback while running shows
     total_s = sum(samples["e2e"]) / 1000.0
     return BenchmarkCase(
         model=path.name,
@@ -176,12 +181,21 @@ def _bench_case(
         warmup=warmup,
         idle_ms=float(idle_ms),
         timer="cuda-events" if cuda else "host",
-        preprocess="cpu" if det._gpu is None else f"{det._gpu.pre}/post-{det._gpu.post}",
+        preprocess=_options(pipe),
         stages=stats,
         img_per_s=batch * iters / total_s if total_s > 0 else 0.0,
         detections_per_image=n_dets / max(1, batch * iters),
         mode="stream" if stream else "predict",
+        pre_impl=choice["preprocess"],
+        post_impl=choice["postprocess"],
     )
+
+
+def _options(pipe: Any) -> str:
+    """The placement options of ``pipe``, as the ``preprocess`` field has always said them."""
+    if str(pipe.pre) == "host":
+        return "cpu"
+    return f"{pipe.pre}/post-{getattr(pipe, 'post_option', pipe.post)}"
 
 
 def _bench_predict(
@@ -204,7 +218,7 @@ def _bench_predict(
             time.sleep(idle_ms / 1000.0)
         timer.reset()
         t0 = time.perf_counter()
-        dets = det._predict(batch_frames, {}, timer)
+        dets = det.predict(batch_frames, timer=timer)
         samples["e2e"].append((time.perf_counter() - t0) * 1000.0)
         for stage, ms in timer.stages_ms().items():
             samples[stage].append(ms)
@@ -232,7 +246,7 @@ def _bench_stream(
     batches = (batch_frames for _ in range(warm + iters))
     if idle_ms > 0:
         batches = (_slept(b, idle_ms) for b in batches)
-    results = det._stream_batches(batches, det.defaults, timer)
+    results = det.predict_stream(batches, timer=timer)
     for _ in range(warm):
         next(results)
     n_dets = 0

@@ -52,6 +52,9 @@ class DoctorReport:
     cuda_python: str | None
     cuda_driver: str  # the CUDA version the driver supports ("13.0"), "" without a driver
     triton: str | None = None  # Triton: the GPU NMS kernels and the CUDA-graph post-processing
+    device: str = "cpu"  # a Detector's default device here; for a raw model there it uses (pre/post.choice):
+    preprocess: str = ""  # the pre-processing implementation (e.g. "hybrid", "host")
+    postprocess: str = ""  # the post-processing implementation (e.g. "graph", "torch", "host")
     gpus: list[GpuInfo] = field(default_factory=list)
     verdicts: list[BackendVerdict] = field(default_factory=list)
 
@@ -120,13 +123,8 @@ def _nvidia_smi_driver() -> str:
     if not exe:
         return ""
     try:
-        res = subprocess.run(
-            [exe, "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
+        query = [exe, "--query-gpu=driver_version", "--format=csv,noheader"]
+        res = subprocess.run(query, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return ""
     return res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout.strip() else ""
@@ -357,6 +355,9 @@ def diagnose() -> DoctorReport:
             rtx_ccs = load_flavour("tensorrt_rtx").aot_targets or RTX_CCS
         except Exception:  # noqa: BLE001
             pass
+    from y9deploy.post.choice import default_choice
+
+    device, pre, post = default_choice(torch_cuda=torch_gpu, triton=triton_v is not None)
     report = DoctorReport(
         python=platform.python_version(),
         platform=platform.platform(),
@@ -373,6 +374,9 @@ def diagnose() -> DoctorReport:
         cuda_python=cuda_py,
         cuda_driver=_cuda_driver(),
         triton=triton_v,
+        device=device,
+        preprocess=pre,
+        postprocess=post,
         gpus=gpus,
     )
     report.verdicts = verdicts(

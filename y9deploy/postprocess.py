@@ -1,242 +1,33 @@
-"""Post-processing: decode the raw head output, NMS, boxes back to frame pixels (numpy only).
+"""Post-processing, the public names: decode the raw head output, NMS, boxes back to frame pixels (numpy only).
 
-``postprocess`` has the semantics of the official ``non_max_suppression``:
-1. candidates are anchors whose best class score is > conf;
-2. boxes (cx, cy, w, h) -> (x1, y1, x2, y2) in float32 (``cx - w / 2`` ...);
-3. multi_label: every (anchor, class) pair with score > conf, anchor-major then class order;
-   otherwise the best class of each anchor (the first one on equal scores);
-4. optional filter on class ids;
-5. candidates sorted by descending score (stable: equal scores keep the order of step 3) and capped at
-   ``max_nms`` (30000);
-6. greedy NMS per class by shifting boxes by ``class * 7680`` (no shift when agnostic), IoU > iou
-   suppresses, at most ``max_det`` kept;
-7. rows (x1, y1, x2, y2, score, class) in input pixels, float32, by descending score.
-
-On ties: the official code sorts with an unstable sort (PyTorch's CPU ``argsort(descending=True)`` does not
-keep the input order of equal scores for more than a few dozen elements), so the order among exactly equal
-scores there is an implementation detail; here it is defined (stable).
-
-Extension: ``conf`` may be an array of one threshold per class. A pair (anchor, class) passes when its
-score is > the threshold of its class; without multi_label an anchor keeps its best class only when that
-score passes that class's threshold.
+The implementation is ``y9deploy.post.host`` (official ``non_max_suppression`` semantics, see there); the
+other implementations (torch, Triton, CUDA graphs) and the rule that picks one are in ``y9deploy.post``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from y9deploy.post.host import (
+    MAX_NMS,
+    LetterboxInfo,
+    batch_to_detections,
+    decode,
+    end2end_rows,
+    host_rows,
+    postprocess,
+    scale_boxes,
+    to_detections,
+    unletterbox,
+)
 
-import numpy as np
-
-from y9deploy.detections import Detections, Names, _check_names
-from y9deploy.nms import class_offsets, nms_sorted, order_by_score
-from y9deploy.preprocess import LetterboxInfo, scale_boxes, unletterbox
-
-__all__ = ["MAX_NMS", "LetterboxInfo", "decode", "postprocess", "scale_boxes", "to_detections", "unletterbox"]
-
-#: Most candidates passed to NMS (the official max_nms).
-MAX_NMS = 30000
-
-
-def _check_thresholds(conf: float | Sequence[float] | np.ndarray, iou: float, nc: int) -> np.ndarray:
-    """conf -> float32 scalar array or ndarray[nc]; validate ranges."""
-    c = np.asarray(conf, dtype=np.float64)
-    if c.ndim == 1 and c.shape[0] != nc:
-        raise ValueError(f"conf has {c.shape[0]} per-class thresholds; expected one per class ({nc}).")
-    if c.ndim > 1:
-        raise ValueError(f"conf has shape {c.shape}; expected a number or one threshold per class ({nc},).")
-    if c.size == 0 or not np.all((c >= 0) & (c <= 1)):
-        raise ValueError(f"conf is {conf!r}; expected a confidence threshold (or thresholds) in [0, 1].")
-    if not 0 <= float(iou) <= 1:
-        raise ValueError(f"iou is {iou!r}; expected an IoU threshold in [0, 1].")
-    return c.astype(np.float32)
-
-
-def _check_classes(classes: Sequence[int] | np.ndarray | None, nc: int) -> np.ndarray | None:
-    if classes is None:
-        return None
-    ids = np.asarray(classes).ravel()
-    if ids.size and (not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0 or ids.max() >= nc):
-        raise ValueError(f"classes is {classes!r}; expected class ids in [0, {nc - 1}] for this model.")
-    return ids.astype(np.int64)
-
-
-def decode(
-    p: np.ndarray,
-    conf: np.ndarray,
-    *,
-    multi_label: bool = False,
-    classes: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Candidates of one image before sorting (steps 1-4 of the module docstring).
-
-    Args:
-        p (ndarray[4+nc, A] float32): raw output of one image.
-        conf (float32 scalar array or ndarray[nc]): threshold(s).
-        multi_label: one candidate per (anchor, class) pair above the threshold.
-        classes (ndarray[K] int64 or None): keep only these class ids.
-    Returns:
-        ``(boxes ndarray[N, 4] float32 xyxy, scores ndarray[N] float32, cls ndarray[N] int64)`` in
-        candidate order (anchor-major, then class).
-    """
-    scores_all = p[4:]  # [nc, A]
-    nc = scores_all.shape[0]
-    per_class = conf.ndim == 1
-    low = conf.min() if per_class else conf
-    best = scores_all.max(0) if nc > 1 else scores_all[0]
-    cand = np.flatnonzero(best > low)
-    if multi_label and nc > 1:
-        sub = scores_all[:, cand].T  # [n, nc]
-        i, j = np.nonzero(sub > conf)  # per_class: broadcast over the class axis
-        anchors, scores, cls = cand[i], sub[i, j], j.astype(np.int64)
-    else:
-        one = nc == 1
-        cls = np.zeros(len(cand), np.int64) if one else scores_all[:, cand].argmax(0).astype(np.int64)
-        scores = best[cand]
-        if per_class:
-            ok = scores > conf[cls]
-            cand, scores, cls = cand[ok], scores[ok], cls[ok]
-        anchors = cand
-    if classes is not None:
-        ok = np.isin(cls, classes)
-        anchors, scores, cls = anchors[ok], scores[ok], cls[ok]
-    xywh = p[:4, anchors]
-    half_w, half_h = xywh[2] / 2, xywh[3] / 2
-    boxes = np.empty((len(anchors), 4), np.float32)
-    boxes[:, 0] = xywh[0] - half_w
-    boxes[:, 1] = xywh[1] - half_h
-    boxes[:, 2] = xywh[0] + half_w
-    boxes[:, 3] = xywh[1] + half_h
-    return boxes, scores.astype(np.float32, copy=False), cls
-
-
-def postprocess(
-    pred: np.ndarray,
-    *,
-    conf: float | Sequence[float] | np.ndarray = 0.25,
-    iou: float = 0.45,
-    agnostic: bool = False,
-    multi_label: bool = False,
-    max_det: int = 300,
-    classes: Sequence[int] | None = None,
-    max_nms: int = MAX_NMS,
-) -> list[np.ndarray]:
-    """Raw head output -> detections per image (official non_max_suppression semantics, see module doc).
-
-    Args:
-        pred (ndarray[B, 4+nc, A]): (cx, cy, w, h) in input pixels then nc class scores, for A anchors;
-            float16/float64 are converted to float32 (the computation is float32).
-        conf: score threshold (strictly greater passes), or one threshold per class (ndarray[nc]).
-        iou: IoU threshold of the NMS (strictly greater suppresses).
-        agnostic: one NMS over all classes.
-        multi_label: keep every (anchor, class) pair above conf instead of the best class per anchor.
-        max_det: most detections per image.
-        classes: keep only these class ids.
-        max_nms: most candidates (by score) given to the NMS.
-    Returns:
-        list of B ndarray[N, 6] float32: rows (x1, y1, x2, y2, score, class) in input pixels, by
-        descending score.
-    """
-    if not isinstance(pred, np.ndarray):
-        raise TypeError(f"pred is a {type(pred).__name__}; expected a numpy.ndarray [B, 4+nc, A].")
-    if pred.ndim != 3 or pred.shape[1] < 5:
-        raise ValueError(f"pred has shape {pred.shape}; expected [B, 4+nc, A] with at least one class.")
-    if int(max_det) < 1:
-        raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
-    if pred.dtype != np.float32:
-        pred = pred.astype(np.float32)
-    nc = pred.shape[1] - 4
-    thr = _check_thresholds(conf, iou, nc)
-    class_ids = _check_classes(classes, nc)
-    out = []
-    for p in pred:
-        boxes, scores, cls = decode(p, thr, multi_label=multi_label, classes=class_ids)
-        if len(scores) == 0:
-            out.append(np.zeros((0, 6), np.float32))
-            continue
-        order = order_by_score(scores)[:max_nms]
-        boxes, scores, cls = boxes[order], scores[order], cls[order]
-        shifted = boxes if agnostic else boxes + class_offsets(boxes, cls)
-        keep = nms_sorted(shifted, iou, max_det)
-        rows = np.empty((len(keep), 6), np.float32)
-        rows[:, :4] = boxes[keep]
-        rows[:, 4] = scores[keep]
-        rows[:, 5] = cls[keep]
-        out.append(rows)
-    return out
-
-
-def to_detections(
-    rows: np.ndarray, info: LetterboxInfo | None, names: Names = (), *, clip: bool = True
-) -> Detections:
-    """One ``postprocess`` output -> ``Detections`` in frame pixels.
-
-    Args:
-        rows (ndarray[N, 6]): (x1, y1, x2, y2, score, class) in network-input pixels.
-        info: the frame's ``LetterboxInfo`` (from ``prepare``); None keeps input pixels.
-        names: class names.
-        clip: clip the boxes to the frame.
-    """
-    rows = np.asarray(rows, np.float32)
-    if rows.ndim != 2 or rows.shape[1] != 6:
-        raise ValueError(
-            f"rows has shape {rows.shape}; expected (N, 6) rows of x1, y1, x2, y2, score, class."
-        )
-    if info is not None:
-        rows = scale_boxes(rows, info, clip=clip)
-    return Detections.from_rows(rows, names)
-
-
-def batch_to_detections(
-    block: np.ndarray,
-    kept: np.ndarray,
-    infos: Sequence[LetterboxInfo],
-    names: Names = (),
-    *,
-    clip: bool = True,
-) -> list[Detections]:
-    """A whole batch of post-processed rows -> one ``Detections`` per frame, with a handful of numpy operations
-    for the batch instead of a dozen per frame (the GPU path at large batches; equal to ``to_detections`` of
-    each frame's rows, bit for bit: the same float32 operations in the same order).
-
-    Args:
-        block (ndarray[B, M, 6] float32): rows (x1, y1, x2, y2, score, class) in input pixels; frame b's rows
-            are ``block[b, :kept[b]]``.
-        kept (ndarray[B] int): rows per frame.
-        infos: the frames' ``LetterboxInfo`` (B of them).
-        names: class names.
-        clip: clip the boxes to each frame.
-    Returns:
-        list of B ``Detections`` (views into three new batch arrays: no per-frame copies).
-    """
-    block = np.asarray(block, np.float32)
-    kept = np.asarray(kept, np.int64)
-    b = len(infos)
-    if block.ndim != 3 or block.shape[0] != b or block.shape[2] != 6 or kept.shape != (b,):
-        raise ValueError(
-            f"block has shape {block.shape} and kept {kept.shape} for {b} frames; expected [B, M, 6] and [B]."
-        )
-    if b and (kept.min() < 0 or kept.max() > block.shape[1]):
-        raise ValueError(f"kept holds {kept.min()}..{kept.max()}; expected counts in [0, {block.shape[1]}].")
-    names = _check_names(names)
-    col = np.empty((b, 1, 1), np.float32)
-
-    def per_frame(values: list[float]) -> np.ndarray:
-        col[:, 0, 0] = values  # float64 -> float32 once, as the weak Python scalars of scale_boxes are
-        return col.copy()
-
-    left = per_frame([i.offset[0] for i in infos])
-    top = per_frame([i.offset[1] for i in infos])
-    sx = per_frame([i.in_hw[1] / i.resized_wh[0] for i in infos])
-    sy = per_frame([i.in_hw[0] / i.resized_wh[1] for i in infos])
-    xyxy = np.empty((b, block.shape[1], 4), np.float32)
-    xyxy[..., 0::2] = (block[..., 0:4:2] - left) * sx
-    xyxy[..., 1::2] = (block[..., 1:4:2] - top) * sy
-    if clip:
-        np.clip(xyxy[..., 0::2], 0, per_frame([i.in_hw[1] for i in infos]), out=xyxy[..., 0::2])
-        np.clip(xyxy[..., 1::2], 0, per_frame([i.in_hw[0] for i in infos]), out=xyxy[..., 1::2])
-    conf = np.ascontiguousarray(block[..., 4])
-    cls = block[..., 5].astype(np.int64)
-    return [
-        Detections._trusted(xyxy[i, : kept[i]], conf[i, : kept[i]], cls[i, : kept[i]], names)
-        for i in range(b)
-    ]
+__all__ = [
+    "MAX_NMS",
+    "LetterboxInfo",
+    "batch_to_detections",
+    "decode",
+    "end2end_rows",
+    "host_rows",
+    "postprocess",
+    "scale_boxes",
+    "to_detections",
+    "unletterbox",
+]

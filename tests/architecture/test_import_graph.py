@@ -1,8 +1,10 @@
 """Layers that point one way, checked on the import graph read from the source (tests/architecture/import_graph.py).
 
 y9core (errors, atomic writes, letterbox geometry) is at the bottom; y9train and y9deploy build on it; y9cli, the
-command line, sits on top and nothing imports it. The runtime (what a deployment box without torch runs) imports
-neither torch nor y9train at module level, and y9train imports nothing of it.
+command line, sits on top and nothing imports it. The runtime and the pre/post-processing packages (what a
+deployment box without torch runs) import neither torch nor y9train at module level; y9train imports nothing of the
+Detector runtime (``y9deploy.runtime``). Validation shares the batched torch post-processing of ``y9deploy.post``,
+which sits below the runtime and imports none of it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import pytest
 from tests.architecture.import_graph import Edge, build_graph, cycles, in_package
 from tests.conftest import REPO
 
-#: the runtime: y9deploy.runtime, the host pre/post-processing modules, the GPU pre/post-processing of the
-#: runtime (gpu_ops, moving into it), and any pre/post-processing package (y9deploy.pre*, y9deploy.post*)
-RUNTIME = ("y9deploy.runtime", "y9deploy.detections", "y9deploy.preprocess", "y9deploy.postprocess", "y9deploy.nms",
-           "y9deploy.gpu_ops")  # fmt: skip
+#: the runtime: y9deploy.runtime, the host pre/post-processing modules and any pre/post-processing package
+#: (y9deploy.pre*, y9deploy.post*)
+RUNTIME = ("y9deploy.runtime", "y9deploy.detections", "y9deploy.preprocess", "y9deploy.postprocess", "y9deploy.nms")
+#: the Detector runtime, which y9train must not import (nor may y9deploy.pre / y9deploy.post)
+DETECTOR_RUNTIME = ("y9deploy.runtime",)
 #: packages a runtime module must not import at module level
 NOT_IN_RUNTIME = ("torch", "torchvision", "y9train")
 
@@ -65,8 +68,14 @@ def test_runtime_imports_neither_torch_nor_y9train_at_module_level(graph):
 
 
 def test_y9train_imports_nothing_of_the_runtime(graph):
-    bad = [e for e in graph.edges if in_package(e.source, ["y9train"]) and is_runtime(e.target)]
+    bad = [e for e in graph.edges if in_package(e.source, ["y9train"]) and in_package(e.target, DETECTOR_RUNTIME)]
     assert not bad, "y9train imports of the runtime (lazy ones included):\n  " + _listed(bad)
+
+
+def test_post_processing_stays_below_the_runtime(graph):
+    bad = [e for e in graph.edges
+           if in_package(e.source, ["y9deploy.post", "y9deploy.pre"]) and in_package(e.target, DETECTOR_RUNTIME)]  # fmt: skip
+    assert not bad, "pre/post-processing imports of the Detector runtime:\n  " + _listed(bad)
 
 
 def test_y9core_imports_no_other_y9_package(graph):

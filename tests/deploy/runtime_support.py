@@ -2,7 +2,7 @@
 detector pipeline and a planted-object detector. Comparisons of real networks across backends use the embedded
 trained model (tests/deploy/embedded.py).
 
-The tiny net has the I/O names and metadata layout of a y9 export (CONTRACTS.md): input ``images``
+The tiny net has the I/O names and metadata layout of a y9 export (``y9deploy.export.metadata``): input ``images``
 [B, 3, H, W] RGB 0..1, output ``output0`` [B, 4 + nc, A] (cx, cy, w, h in input pixels, then sigmoid class
 scores over the anchors of strides 8/16/32, row-major per level).
 """

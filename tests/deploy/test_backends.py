@@ -54,7 +54,8 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         import y9deploy.postprocess, y9deploy.nms
         import y9deploy.runtime.onnxruntime_backend, y9deploy.runtime.torch_backend
         import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
-        import y9deploy.runtime.gpu_postprocess, y9deploy.pipelines.batch_predict, y9deploy.pipelines.video
+        import y9deploy.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
+        import y9deploy.pre.torch_letterbox, y9deploy.pipelines.batch_predict, y9deploy.pipelines.video
         import y9deploy.pipelines.tiling, y9deploy.pipelines.recall, y9deploy.pipelines.results_writer
         from y9deploy import Detector
         with Detector({str(tiny)!r}, conf=0.5) as det:
@@ -98,7 +99,8 @@ def test_fp16_onnx_runs_and_agrees_with_fp32(gelan_t):
         assert (
             d16.backend.input_dtype == np.float16 and d16.info.half and d32.backend.input_dtype == np.float32
         )
-        blob32, blob16 = d32._blob(1).copy(), d16._blob(1).copy()
+        blob32 = np.zeros((1, 3, *d32.imgsz), d32.backend.input_dtype)
+        blob16 = np.zeros((1, 3, *d16.imgsz), d16.backend.input_dtype)
         from y9deploy.preprocess import prepare
 
         prepare([frame], IMGSZ, out=blob32)

@@ -12,7 +12,7 @@ from y9deploy.postprocess import postprocess
 from y9deploy.preprocess import prepare
 
 torch = pytest.importorskip("torch")
-from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
+from y9deploy.post.torch_batched import batched_postprocess_torch  # noqa: E402
 
 
 def random_pred(rng, b, nc, a, ties=True):
@@ -82,16 +82,16 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
         raw = det.backend.infer(prepare(frames, 256)[0])["output0"]
         conf = float(min(np.sort(raw[i, 4:].max(0))[-40] for i in range(2)))  # tens of candidates per image
         host = det.predict(frames, conf=conf)
-        det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
         for a, b in zip(host, det.predict(frames, conf=conf)):
             np.testing.assert_array_equal(a.xyxy, b.xyxy)
             np.testing.assert_array_equal(a.class_id, b.class_id)
         for pre, post in (("hybrid", "cpu"), ("hybrid", "gpu"), ("cpu", "gpu")):
-            det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre=pre, post=post, workers=2)
+            det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre=pre, post=post, workers=2)
             for a, b in zip(host, det.predict(frames, conf=conf)):
                 np.testing.assert_array_equal(a.xyxy, b.xyxy)
                 np.testing.assert_array_equal(a.class_id, b.class_id)
-        det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
         for a, b in zip(host, det.predict(frames, conf=conf)):
             assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
         same = [frames[0], np.ascontiguousarray(frames[0][::-1])]  # same size: the one-pass batch letterbox
@@ -106,9 +106,9 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
     "hw,imgsz", [((1080, 1920), (640, 640)), ((300, 301), (96, 128)), ((64, 64), (64, 64))]
 )
 def test_letterbox_batch_equals_per_frame_prepare_torch(hw, imgsz):
-    """The Detector's one-pass letterbox of a same-size batch gives gpu_ops.prepare_torch's values exactly."""
-    from y9deploy.gpu_ops import letterbox_batch_torch as letterbox_batch
-    from y9deploy.gpu_ops import prepare_torch
+    """The Detector's one-pass letterbox of a same-size batch gives prepare_torch's values exactly."""
+    from y9deploy.pre.torch_letterbox import letterbox_batch_torch as letterbox_batch
+    from y9deploy.pre.torch_letterbox import prepare_torch
 
     frames = torch.from_numpy(np.random.default_rng(1).integers(0, 256, (3, *hw, 3), dtype=np.uint8))
     for dtype in (torch.float16, torch.float32):
@@ -137,7 +137,7 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype, channels_last):
     info = SimpleNamespace(names=["a"], letterbox={"scaleup": True, "stride": 32, "color": 114})
     pipe = GpuPipeline(backend, info, device="cpu", pre="hybrid", workers=2)
     try:
-        blob, infos = pipe._pre_hybrid(frames)
+        blob, infos = pipe.pre_stage.run(frames, len(frames))
     finally:
         pipe.close()
     ref, ref_infos = prepare(frames, (384, 640), dtype=dtype)
@@ -179,12 +179,12 @@ def uneven_pred(rng, counts, nc=3, a=1200, chain=()):
     [
         ([0, 1, 7, 31, 32, 33, 64, 65, 300, 2], 1 << 27, (8,)),
         ([700, 3, 3, 0, 129], 1 << 27, (0,)),
-        ([40, 40, 41, 40, 39, 1000], 600 * 600, (5,)),  # the 1000-candidate image alone: per-image path
+        ([40, 40, 41, 40, 39, 1000], 600 * 600, (5,)),  # the 1000-candidate image alone: the host fallback
         ([40, 40, 41, 40, 39, 1000, 250], 60 * 60, (2,)),  # the 40s in groups of 2; 250 and 1000 alone
     ],
 )
 def test_bucketed_uneven_counts_equal_host_postprocess(counts, budget, chain):
-    """Very uneven candidate counts across a batch (buckets of their own k, groups, per-image fallback)."""
+    """Very uneven candidate counts across a batch (buckets of their own k, groups, host fallback)."""
     rng = np.random.default_rng(len(counts) + budget % 97)
     pred = uneven_pred(rng, counts, chain=chain)
     for kw in (dict(), dict(agnostic=True, iou=0.7), dict(max_det=5), dict(max_nms=50, iou=0.3)):
@@ -202,7 +202,7 @@ def test_bucketed_uneven_counts_equal_host_postprocess(counts, budget, chain):
 
 
 def test_bucket_images():
-    from y9deploy.runtime.gpu_postprocess import bucket_images
+    from y9deploy.post.torch_batched import bucket_images
 
     counts = [0, 1, 32, 33, 64, 65, 5, 0, 300, 257]
     buckets = bucket_images(counts)

@@ -64,21 +64,21 @@ def test_stream_equals_predict(checkpoint, batch_range):
         for x, y in zip(got, host):
             assert_same(x, y)
         for pre, post in PIPELINES:
-            det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre=pre, post=post, workers=2)
+            det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre=pre, post=post, workers=2)
             want = [det.predict(b, conf=conf) for b in make_batches()]
             got = list(det.predict_stream(iter(make_batches()), conf=conf))
             for x, y, h in zip(got, want, host):
                 assert_same(x, y)
                 if pre != "gpu":  # the OpenCV letterbox: the host path's detections exactly
                     assert_same(x, h)
-            det._gpu.close()
+            det.pipeline.close()
 
 
 def test_stream_pulls_one_ahead_and_reuses_two_buffers(checkpoint):
     """Bounded memory: batches are pulled from the caller at most two ahead of the results, and the two
     staging buffers are reused from one stream to the next."""
     with Detector(checkpoint, imgsz=128, device="cpu") as det:
-        det._gpu = pipe = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
+        det.pipeline = pipe = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
         frames = [synthetic_frame(120, 200, seed=s) for s in range(2)]
         pulled = []
 
@@ -89,25 +89,27 @@ def test_stream_pulls_one_ahead_and_reuses_two_buffers(checkpoint):
 
         for i, _ in enumerate(det.predict_stream(source(6))):
             assert len(pulled) <= i + 3  # batch i delivered, i+1 on the device, i+2 being letterboxed
-        slots = [s.data_ptr() for s in pipe._slots]
-        assert len(slots) == 2 and None not in pipe._slots and slots[0] != slots[1]
+        host = pipe.stream_runner.slots.host_buffers
+        slots = [s.data_ptr() for s in host]
+        assert len(slots) == 2 and None not in host and slots[0] != slots[1]
         list(det.predict_stream(source(4)))
-        assert [s.data_ptr() for s in pipe._slots] == slots
+        assert [s.data_ptr() for s in pipe.stream_runner.slots.host_buffers] == slots
 
 
 def test_stream_stages_next_batch_while_results_are_consumed(checkpoint):
     """The letterbox of batch i+1 starts before the caller is done with batch i (a sequential loop would
     start it only when the caller asks for the next result)."""
     with Detector(checkpoint, imgsz=128, device="cpu") as det:
-        det._gpu = pipe = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
+        det.pipeline = pipe = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
         starts, received = [], []
-        stage = pipe._stage
+        runner = pipe.stream_runner
+        stage = runner.stage
 
         def timed_stage(*args):
             starts.append(time.perf_counter())
             return stage(*args)
 
-        pipe._stage = timed_stage
+        runner.stage = timed_stage
         frames = [synthetic_frame(120, 200, seed=s) for s in range(2)]
         for _ in det.predict_stream(frames for _ in range(4)):
             received.append(time.perf_counter())
@@ -127,7 +129,7 @@ def test_stream_errors(checkpoint):
         det.predict_stream([[frame]], conf=2.0)
     for gpu in (False, True):
         if gpu:
-            det._gpu = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
+            det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="hybrid", workers=2)
         results = det.predict_stream([[frame], [frame, np.zeros((10, 10), np.uint8)], [frame]])
         assert len(next(results)) == 1  # the batch before the bad one is delivered, then the error
         with pytest.raises(ValueError, match="frame 1 has shape \\(10, 10\\)"):

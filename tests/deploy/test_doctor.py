@@ -92,6 +92,8 @@ def test_cli_doctor():
     res = runner.invoke(app, ["doctor"])
     assert res.exit_code == 0, res.output
     assert "TensorRT-RTX" in res.output and "Runs here:" in res.output and "numpy" in res.output
+    report = diagnose()
+    assert f"{report.preprocess} / {report.postprocess} on {report.device}" in res.output  # the choice is shown
     res = runner.invoke(app, ["doctor", "--json"])
     assert res.exit_code == 0
     data = json.loads(res.output)

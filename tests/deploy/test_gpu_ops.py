@@ -1,4 +1,5 @@
-"""torch pre/post-processing (run on CPU tensors here) against the numpy/cv2 host paths."""
+"""The torch letterbox (``pre.torch_letterbox``) and the one torch post-processing
+(``post.torch_batched``), run on CPU tensors here, against the numpy/cv2 host paths."""
 
 from __future__ import annotations
 
@@ -10,19 +11,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import y9deploy.gpu_ops as gpu_ops  # noqa: E402
 from tests.conftest import shared_path  # noqa: E402
 from tests.deploy.test_postprocess import random_prediction  # noqa: E402
-from y9deploy.gpu_ops import (  # noqa: E402
-    box_iou_torch,
-    nms_sorted_torch,
-    postprocess_torch,
-    prepare_torch,
-    scale_boxes_torch,
-)
-from y9deploy.nms import box_iou, nms_sorted  # noqa: E402
+from y9deploy.nms import box_iou  # noqa: E402
+from y9deploy.post.torch_batched import batched_postprocess_torch, box_iou_torch  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
-from y9deploy.preprocess import letterbox_info, prepare, scale_boxes  # noqa: E402
+from y9deploy.pre.torch_letterbox import prepare_torch  # noqa: E402
+from y9deploy.preprocess import prepare  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +88,7 @@ def test_prepare_torch_rejects_bad_frames(frames, exc, words):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_postprocess_torch_equals_numpy_postprocess(seed):
+def test_batched_torch_equals_numpy_postprocess(seed):
     rng = np.random.default_rng(seed)
     nc = int(rng.choice([1, 4, 9]))
     pred = random_prediction(rng, 2, nc, int(rng.integers(80, 400)), ties=seed % 2 == 0)
@@ -102,61 +97,53 @@ def test_postprocess_torch_equals_numpy_postprocess(seed):
         "conf": conf,
         "iou": float(rng.choice([0.3, 0.45, 0.7])),
         "agnostic": seed % 3 == 1,
-        "multi_label": seed % 4 in (1, 2),
         "max_det": int(rng.choice([10, 300])),
         "classes": [0] if seed == 5 else None,
     }
     want = postprocess(pred, **kw)
-    got = postprocess_torch(torch.from_numpy(pred), **kw)
+    got = batched_postprocess_torch(torch.from_numpy(pred), scan="fixed-point", **kw)
     assert len(got) == 2
     for g, w in zip(got, want, strict=True):
-        assert g.dtype == torch.float32
-        np.testing.assert_array_equal(g.numpy(), w, err_msg=str(kw))
+        assert g.dtype == np.float32
+        np.testing.assert_array_equal(g, w, err_msg=str(kw))
 
 
-def test_postprocess_torch_reproduces_the_official_fixture():
+def test_batched_torch_reproduces_the_official_fixture():
+    """The official NMS outputs (one best class per anchor: the settings without multi_label, which the
+    Detector does not offer)."""
     data = np.load(shared_path("fixtures", "official", "official_nms.npz"))
     pred = torch.from_numpy(data["pred"])
     settings = {k[: k.rindex("_b")] for k in data.files if k != "pred"}
     assert len(settings) == 4
-    for setting in settings:
-        c, i, a, m = re.fullmatch(r"conf([\d.]+)_iou([\d.]+)_agn(\d)_ml(\d)", setting).groups()
-        got = postprocess_torch(pred, conf=float(c), iou=float(i), agnostic=a == "1", multi_label=m == "1")
+    single = [s for s in settings if s.endswith("_ml0")]
+    assert single
+    for setting in single:
+        c, i, a, _ = re.fullmatch(r"conf([\d.]+)_iou([\d.]+)_agn(\d)_ml(\d)", setting).groups()
+        got = batched_postprocess_torch(pred, conf=float(c), iou=float(i), agnostic=a == "1")
         for b in range(2):
-            np.testing.assert_array_equal(got[b].numpy(), data[f"{setting}_b{b}"], err_msg=f"{setting}_b{b}")
+            np.testing.assert_array_equal(got[b], data[f"{setting}_b{b}"], err_msg=f"{setting}_b{b}")
 
 
-def test_nms_sorted_torch_equals_numpy_across_blocks_and_chains(monkeypatch):
+def test_box_iou_torch_equals_numpy():
     rng = np.random.default_rng(0)
     c = rng.uniform(0, 400, (25, 2))[rng.integers(25, size=600)] + rng.normal(0, 8, (600, 2))
     wh = rng.uniform(10, 60, (600, 2))
     boxes = np.concatenate([c - wh / 2, c + wh / 2], 1).astype(np.float32)
+    boxes[7] = boxes[3]  # identical boxes: IoU exactly 1
     tb = torch.from_numpy(boxes)
-    want = nms_sorted(boxes, 0.45)
-    assert nms_sorted_torch(tb, 0.45).tolist() == want.tolist()
-    monkeypatch.setattr(gpu_ops, "BLOCK", 37)
-    assert nms_sorted_torch(tb, 0.45).tolist() == want.tolist()
-    assert nms_sorted_torch(tb, 0.45, max_det=9).tolist() == want[:9].tolist()
-    x = np.arange(80, dtype=np.float32) * 25  # a chain: each box overlaps the next one only
-    chain = np.stack([x, np.zeros(80, np.float32), x + 100, np.full(80, 100, np.float32)], 1)
-    assert nms_sorted_torch(torch.from_numpy(chain), 0.5).tolist() == list(range(0, 80, 2))
     np.testing.assert_array_equal(
         box_iou_torch(tb[:50], tb[50:90]).numpy(), box_iou(boxes[:50], boxes[50:90])
     )
+    batched = box_iou_torch(tb[:300].view(3, 100, 4), tb[:300].view(3, 100, 4)).numpy()  # leading dims
+    for k in range(3):
+        part = boxes[100 * k : 100 * (k + 1)]
+        np.testing.assert_array_equal(batched[k], box_iou(part, part))
 
 
-def test_postprocess_torch_validates_and_handles_empty():
+def test_batched_torch_validates_and_handles_empty():
     with pytest.raises(TypeError, match="torch.Tensor"):
-        postprocess_torch(np.zeros((1, 6, 10), np.float32))
+        batched_postprocess_torch(np.zeros((1, 6, 10), np.float32))
     with pytest.raises(ValueError, match="shape"):
-        postprocess_torch(torch.zeros(6, 10))
-    out = postprocess_torch(torch.zeros(2, 6, 10))
-    assert [tuple(o.shape) for o in out] == [(0, 6), (0, 6)]
-
-
-def test_scale_boxes_torch_equals_numpy():
-    info = letterbox_info((333, 517), 640, scaleup=False)
-    rows = np.random.default_rng(0).uniform(-20, 660, (30, 6)).astype(np.float32)
-    np.testing.assert_allclose(
-        scale_boxes_torch(torch.from_numpy(rows), info).numpy(), scale_boxes(rows, info)
-    )
+        batched_postprocess_torch(torch.zeros(6, 10))
+    out = batched_postprocess_torch(torch.zeros(2, 6, 10))
+    assert [o.shape for o in out] == [(0, 6), (0, 6)]

@@ -1,4 +1,4 @@
-"""The CUDA-graph post-processing (``y9deploy.runtime.graph_post``), its steps run eagerly on CPU tensors with
+"""The CUDA-graph post-processing (``y9deploy.post.graph``), its steps run eagerly on CPU tensors with
 Triton's interpreter (TRITON_INTERPRET=1), against the host ``postprocess`` (bit for bit), and the GpuPipeline
 using it, against the host path. Graph capture itself needs a GPU: benchmarks/bench_detector_gpu.py (step
 agree) compares the captured path's detections with the host path's on the H200.
@@ -15,9 +15,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton", reason="triton is not importable", exc_type=ImportError)
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
+from y9deploy.post import triton_nms as nms_triton  # noqa: E402
+from y9deploy.post.choice import PostImpl  # noqa: E402
+from y9deploy.post.graph import GraphPost, GraphStats, pick_k  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
-from y9deploy.runtime import nms_triton  # noqa: E402
-from y9deploy.runtime.graph_post import GraphPost, pick_k  # noqa: E402
 from y9deploy.runtime.options import PredictOptions, resolve_options  # noqa: E402
 
 
@@ -70,14 +71,14 @@ def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
     post = GraphPost(3, "cpu")
     for kw in (dict(), dict(agnostic=True), dict(max_det=4), dict(iou=0.65), dict(classes=[1])):
         assert_rows_equal(run(post, pred, conf=0.25, **kw), postprocess(pred, conf=0.25, **kw))
-    assert post.stats["eager"] == 0 and post.stats["graph"] == 5
+    assert post.stats.eager == 0 and post.stats.graph == 5
     monkeypatch.setattr(nms_triton, "MAX_K", 64)
     assert_rows_equal(run(post, pred, conf=0.25), postprocess(pred, conf=0.25))
-    assert post.stats["eager"] == 1
+    assert post.stats.eager == 1
     monkeypatch.undo()
     small = GraphPost(3, "cpu", budget=1000)
     assert_rows_equal(run(small, pred, conf=0.25), postprocess(pred, conf=0.25))
-    assert small.stats == {"graph": 0, "eager": 1, "k": 0}
+    assert small.stats == GraphStats(graph=0, eager=1, k=0)
 
 
 def test_k_from_the_last_batch_and_reruns(monkeypatch):
@@ -89,11 +90,11 @@ def test_k_from_the_last_batch_and_reruns(monkeypatch):
     post = GraphPost(3, "cpu")
     opts = options(3, conf=0.25)
     assert_rows_equal(post.submit(torch.from_numpy(few), 2, opts).rows(), postprocess(few, conf=0.25))
-    assert post.stats == {"graph": 1, "eager": 0, "k": 64}
+    assert post.stats == GraphStats(graph=1, eager=0, k=64)
     assert_rows_equal(post.submit(torch.from_numpy(many), 2, opts).rows(), postprocess(many, conf=0.25))
-    assert post.stats == {"graph": 3, "eager": 0, "k": 512}  # ran at K=64, then again at 512
+    assert post.stats == GraphStats(graph=3, eager=0, k=512)  # ran at K=64, then again at 512
     a = post.submit(torch.from_numpy(few), 2, opts)  # K=512 from the last batch: no rerun
-    assert post.stats["graph"] == 4 and post.stats["k"] == 512
+    assert post.stats.graph == 4 and post.stats.k == 512
     b = post.submit(torch.from_numpy(many), 2, opts)  # pending together with a (the other lane)
     assert_rows_equal(a.rows(), postprocess(few, conf=0.25))
     assert_rows_equal(b.rows(), postprocess(many, conf=0.25))
@@ -105,7 +106,7 @@ def test_k_from_the_last_batch_and_reruns(monkeypatch):
     monkeypatch.setattr(nms_triton, "MAX_K", 128)  # the rerun of the next batch needs 512: the eager path
     e = post.submit(torch.from_numpy(many), 2, opts)
     blk, kept = e.block()
-    assert e.ready is not None and post.stats["eager"] == 1
+    assert e.ready is not None and post.stats.eager == 1
     want = postprocess(many, conf=0.25)
     assert_rows_equal(e.rows(), want)
     assert_rows_equal([blk[i, : kept[i]] for i in range(2)], want)
@@ -153,8 +154,8 @@ def test_gpu_pipeline_uses_graph_post(embedded_pt):
         # the host path on the same batches: a batch's composition changes the network's last bits on the CPU
         hosts = [det.predict(b, conf=conf, iou=0.7) for b in batches]
         assert sum(len(d) for d in hosts[0]) > 20
-        det._gpu = pipe = GpuPipeline(det.backend, det.info, device="cpu", graph_post=True, workers=2)
-        assert pipe._graph_post is not None
+        det.pipeline = pipe = GpuPipeline(det.backend, det.info, device="cpu", graph_post=True, workers=2)
+        assert pipe.post is PostImpl.GRAPH
         for got, want in zip(
             [det.predict(b, conf=conf, iou=0.7) for b in batches]
             + list(det.predict_stream(batches, conf=conf, iou=0.7)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import y9deploy.nms as nms_mod
+import y9deploy.post.nms as nms_mod
 from y9deploy.nms import MAX_WH, batched_nms, box_iou, nms
 
 F32 = np.float32

@@ -1,4 +1,4 @@
-"""The Triton greedy-NMS scan (``y9deploy.runtime.nms_triton``) run on the CPU by Triton's interpreter
+"""The Triton greedy-NMS scan (``y9deploy.post.triton_nms``) run on the CPU by Triton's interpreter
 (TRITON_INTERPRET=1: the same kernel source, executed with numpy semantics), against a slow greedy reference
 written here and against the host ``postprocess``.
 
@@ -21,9 +21,9 @@ pytest.importorskip(
 )
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
+from y9deploy.post import triton_nms as nms_triton  # noqa: E402
+from y9deploy.post.torch_batched import batched_postprocess_torch  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
-from y9deploy.runtime import nms_triton  # noqa: E402
-from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -86,12 +86,12 @@ def test_kernel_dense_chain():
 
 @pytest.mark.parametrize("k", [1, 33, 64, 130, 300])
 def test_iou_bits_equal_overlaps(k):
-    """The packed bits computed from the boxes equal ``iou > t`` of the float32 formula (``_overlaps``, itself
-    equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
+    """The packed bits computed from the boxes equal ``iou > t`` of the float32 formula (``box_iou_torch``,
+    itself equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
     buffer pre-filled with junk: the words left unwritten must not matter) equals the greedy reference."""
     from tests.deploy.test_nms import random_boxes
     from y9deploy.nms import threshold_below
-    from y9deploy.runtime.gpu_postprocess import _overlaps
+    from y9deploy.post.torch_batched import box_iou_torch
 
     rng = np.random.default_rng(k)
     boxes = np.stack([random_boxes(rng, k, clusters=max(1, k // 20))[0] for _ in range(3)])
@@ -101,7 +101,8 @@ def test_iou_bits_equal_overlaps(k):
         t = torch.tensor([float(threshold_below(iou))])
         junk = torch.full((3, k, -(-k // 32)), -1, dtype=torch.int32)
         words = nms_triton.iou_bits(torch.from_numpy(boxes), torch.from_numpy(n), t, out=junk)
-        over = _overlaps(torch.from_numpy(boxes), float(t)).numpy()
+        tb = torch.from_numpy(boxes)
+        over = (box_iou_torch(tb, tb) > float(t)).numpy()
         bits = ((words.numpy()[..., None].astype(np.int64) >> np.arange(32)) & 1).reshape(3, k, -1)[..., :k]
         for x in range(3):
             upper = np.triu(np.ones((n[x], n[x]), bool), 1)
@@ -171,9 +172,9 @@ def test_kernel_compiles_for_hopper(monkeypatch):
     from triton.backends.compiler import GPUTarget
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    kernel = nms_triton._kernel()
+    kernel = nms_triton.kernel()
     if not isinstance(kernel, triton.runtime.JITFunction) or not isinstance(
-        nms_triton._bit_or, triton.runtime.JITFunction
+        nms_triton.bit_or, triton.runtime.JITFunction
     ):
         pytest.skip("nms_triton was imported under TRITON_INTERPRET=1: no compilable kernel in this process")
     sig = {"words_ptr": "*i32", "n_ptr": "*i32", "keep_ptr": "*i32", "K": "i32", "W": "i32", "max_det": "i32"}

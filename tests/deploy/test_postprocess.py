@@ -172,7 +172,7 @@ def test_host_modules_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "import y9deploy.preprocess, y9deploy.nms, y9deploy.postprocess, y9deploy.detections, y9deploy.draw\n"
-        "import y9deploy.gpu_ops\n"
+        "import y9deploy.pre.torch_letterbox, y9deploy.post.torch_batched, y9deploy.post.graph\n"
         "import numpy as np\n"
         "out = y9deploy.postprocess.postprocess(np.zeros((1, 6, 8), np.float32))\n"
         "assert out[0].shape == (0, 6)\n"

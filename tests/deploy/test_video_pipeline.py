@@ -191,6 +191,6 @@ def test_folder_of_frames_and_stop(tmp_path):
     assert first is not None
     t = time.perf_counter()
     reader.stop()  # graceful: the thread ends promptly although the stream goes on
-    assert not reader._thread.is_alive() and time.perf_counter() - t < 3
+    assert not reader.reading and time.perf_counter() - t < 3
     with pytest.raises(ValueError, match="policy"):
         FrameReader(tmp_path, policy="newest")

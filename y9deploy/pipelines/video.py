@@ -301,6 +301,11 @@ class FrameReader:
         """The reader thread has ended and every frame has been taken."""
         return self._box.closed and not self._box.items
 
+    @property
+    def reading(self) -> bool:
+        """The reader thread is still running."""
+        return self._thread.is_alive()
+
     def ready(self) -> int:
         """Frames waiting now."""
         return len(self._box.items)

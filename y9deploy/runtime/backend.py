@@ -151,7 +151,8 @@ def _letterbox(raw: Any, where: str) -> dict[str, Any]:
 def parse_metadata(
     props: dict[str, str], *, where: str, imgsz: tuple[int, int] | None = None, nc: int | None = None
 ) -> ModelInfo:
-    """ONNX ``metadata_props`` (all strings, JSON for structured values; see CONTRACTS.md) -> ModelInfo.
+    """ONNX ``metadata_props`` (all strings, JSON for structured values, as ``export.metadata`` writes them)
+    -> ModelInfo.
 
     A file that y9 wrote (``y9_version`` present) must carry every entry ``y9 export`` writes; a file from
     another tool may lack them (names then default to ``class0..``, with a warning naming the file).

@@ -8,16 +8,19 @@ The backend comes from the file suffix (.engine/.trt/.plan: TensorRT; .onnx: ONN
 and the model description (class names, input size, letterbox) from the file itself (ONNX metadata, engine
 manifest, checkpoint). End-to-end models (NMS inside) run transparently.
 
-On a CUDA backend with torch installed, pre-processing runs on the GPU (the uint8 frame is uploaded once,
-then letterboxed and normalised there), the network is a CUDA graph replay for each batch size, and
-decoding + NMS run on the GPU; only the detections come back.
+A Detector runs one pipeline (``pipeline``, the ``runtime.pipeline.Pipeline`` protocol): on a CUDA backend with
+torch installed the torch pipeline (``runtime.gpu_pipeline``: pre-processing, the network as a CUDA graph
+replay, decoding + NMS on the GPU; only the detections come back), else the host pipeline
+(``runtime.host_pipeline``). Which pre- and post-processing implementations run is decided by
+``pre.choice.choose_pre`` and ``post.choice.choose_post`` (one rule each); ``repr(det)`` names them.
 
 Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs, so memory does
 not grow over long runs); another thread calling it while it is busy gets DetectorBusyError, never wrong
 results (``runtime.busy``). Use one Detector per thread, or guard a shared one with a lock.
 
 ``predict_stream(batches)`` pipelines a sequence of batches (the letterbox of the next batch runs while the
-GPU works on the current one) and yields one ``list[Detections]`` per batch.
+GPU works on the current one) and yields one ``list[Detections]`` per batch. Both take a stage timer
+(``timer=``, e.g. ``y9deploy.stage_timer.StageTimer``), which the benchmarks use.
 """
 
 from __future__ import annotations
@@ -30,23 +33,16 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import Y9Error
+from y9deploy.post.choice import probe
+from y9deploy.post.host import host_rows, to_detections  # noqa: F401 - re-exported (serving imports them here)
+from y9deploy.pre.choice import PreImpl, choose_pre
+from y9deploy.pre.spec import LetterboxSpec
 from y9deploy.runtime.backend import batch_chunks
 from y9deploy.runtime.busy import BusyGuard
 from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
 from y9deploy.runtime.loading import open_backend
 from y9deploy.runtime.options import PredictOptions, resolve_options
-
-PRE, INFER, POST = "pre", "infer", "post"
-
-
-class NullTimer:
-    """The stage timer used outside benchmarks: does nothing."""
-
-    def mark(self, stage: str) -> None:
-        pass
-
-
-_NULL = NullTimer()
+from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
 
 
 class Detector:
@@ -69,7 +65,8 @@ class Detector:
             letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
             CUDA everything runs on the host.
         postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu"
-            (the raw output downloaded, decode + NMS on the host).
+            (the raw output downloaded, decode + NMS on the host). ``post.choice.choose_post`` picks the
+            implementation from these options, the device, the model and what imports here.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
     """
 
@@ -105,6 +102,7 @@ class Detector:
         self.path = Path(path)
         self._guard = BusyGuard(str(self.path))
         self._closed = True
+        self._pipeline: Any = None
         stream = _maybe_torch_stream(self.path, device)
         self._stream = stream  # kept alive as long as the backend may run on it
         self.backend = open_backend(
@@ -117,8 +115,6 @@ class Detector:
             compile=compile,
         )
         self._closed = False
-        self._gpu = None
-        self._host_blob: np.ndarray | None = None
         try:
             self._setup(conf, iou, max_det, classes, agnostic, preprocess, postprocess, stream)
         except BaseException:
@@ -146,22 +142,23 @@ class Detector:
             nc=len(self.names),
             end2end=self.end2end,
         )
-        on_cuda = str(self.backend.device).startswith("cuda")
-        if on_cuda:
-            from y9deploy.runtime.gpu_pipeline import GpuPipeline, torch_cuda_ready
+        device = str(self.backend.device)
+        torch_cuda = device.startswith("cuda") and probe().torch_cuda
+        try:
+            pre = choose_pre(device=device, option=preprocess, torch_cuda=torch_cuda)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("the backend", self.path.name, 1)) from None
+        if pre is PreImpl.HOST:
+            from y9deploy.runtime.host_pipeline import HostPipeline
 
-            if torch_cuda_ready():
-                self._gpu = GpuPipeline(
-                    self.backend,
-                    self.info,
-                    stream=stream,
-                    pre="hybrid" if preprocess == "auto" else preprocess,
-                    post=postprocess,
-                )
-        if preprocess == "gpu" and self._gpu is None:
-            raise ValueError(
-                f"preprocess='gpu' needs a CUDA backend and torch with CUDA; {self.path.name} runs on "
-                f"{'a CUDA device without torch' if on_cuda else 'the CPU'}."
+            self._pipeline = HostPipeline(
+                self.backend, LetterboxSpec.of(self.imgsz, self.info.letterbox), self.names
+            )
+        else:
+            from y9deploy.runtime.gpu_pipeline import GpuPipeline
+
+            self._pipeline = GpuPipeline(
+                self.backend, self.info, stream=stream, pre=pre.value, post=postprocess
             )
 
     # ---------------------------------------------------------------- public API
@@ -169,26 +166,58 @@ class Detector:
     def device(self) -> str:
         return str(self.backend.device)
 
+    @property
+    def pipeline(self) -> Pipeline:
+        """The pipeline predictions run through (``HostPipeline`` or ``GpuPipeline``); its ``pre`` and ``post``
+        name the implementations in use."""
+        return self._pipeline
+
+    @pipeline.setter
+    def pipeline(self, new: Pipeline) -> None:
+        """Run through ``new`` from now on (e.g. a ``GpuPipeline`` built over ``self.backend`` with other
+        options); the previous pipeline is closed."""
+        if not isinstance(new, Pipeline):
+            raise TypeError(
+                f"pipeline is a {type(new).__name__}; expected an object with run, run_stream, close, pre, post "
+                "and cuda (y9deploy.runtime.pipeline.Pipeline)."
+            )
+        with self._guard.enter("pipeline"):
+            old, self._pipeline = self._pipeline, new
+            if old is not None and old is not new:
+                old.close()
+
+    def choice(self) -> dict[str, str]:
+        """The implementations in use: ``{"preprocess": ..., "postprocess": ...}`` (``pre.choice``,
+        ``post.choice``)."""
+        return {"preprocess": str(self._pipeline.pre), "postprocess": str(self._pipeline.post)}
+
     def __repr__(self) -> str:
-        where = "cpu" if self._gpu is None else self._gpu.pre
+        if self._pipeline is None:
+            return f"Detector({str(self.path)!r}, closed)"
+        c = self.choice()
         return (
             f"Detector({str(self.path)!r}, backend={self.backend.name}, device={self.device}, imgsz={self.imgsz}, "
-            f"classes={len(self.names)}, end2end={self.end2end}, preprocess={where})"
+            f"classes={len(self.names)}, end2end={self.end2end}, preprocess={c['preprocess']}, "
+            f"postprocess={c['postprocess']})"
         )
 
-    def predict(self, source: Any, **overrides: Any) -> Any:
+    def predict(self, source: Any, *, timer: Any = None, **overrides: Any) -> Any:
         """Detect objects.
 
         Args:
             source: one frame (ndarray[H, W, 3] uint8 BGR), a batch ndarray[B, H, W, 3], an image path, or a
                 list of frames and/or image paths.
+            timer: a stage timer (``mark(stage)``, e.g. ``y9deploy.stage_timer.StageTimer``; None: none).
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic``.
         Returns:
             ``Detections`` for one frame or path; ``list[Detections]`` for a list or a 4-D batch.
         """
-        return self._predict(source, overrides, _NULL)
+        with self._guard.enter("predict"):
+            return self._predict_unguarded(source, overrides, NULL_TIMER if timer is None else timer)
 
-    def predict_stream(self, batches: Iterable[Any], **overrides: Any) -> Iterator[list[Any]]:
+    def predict_stream(
+        self, batches: Iterable[Any], *, timer: Any = None, **overrides: Any
+    ) -> Iterator[list[Any]]:
         """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the host
         pre-processing (letterbox) and upload of the next batch run in a background thread, into the second of
         two staging buffers, while the device works on the current one, and the Detections of batch i are built
@@ -198,6 +227,7 @@ class Detector:
         Args:
             batches: an iterable (a generator, e.g. of video frames) of batches, each a list of frames
                 (ndarray[H, W, 3] uint8 BGR) and/or image paths, or a batch ndarray[B, H, W, 3].
+            timer: a stage timer, as for ``predict``.
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` (all batches).
         Returns:
             an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
@@ -213,9 +243,9 @@ class Detector:
                 "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
             )
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        return self._stream_batches(iter(batches), opts, _NULL)
+        return self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
 
-    def _stream_batches(
+    def _stream_guarded(
         self, batches: Iterator[Any], opts: PredictOptions, timer: Any
     ) -> Iterator[list[Any]]:
         with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
@@ -231,12 +261,8 @@ class Detector:
                 for j, (start, stop, padded) in enumerate(spans):
                     yield frames[start:stop], padded, j == len(spans) - 1
 
-        if self._gpu is None:
-            results = ((self._run_host(f, padded, opts, timer), last) for f, padded, last in chunks())
-        else:
-            results = self._gpu.run_stream(chunks(), opts, timer)
         done: list[Any] = []
-        for dets, last in results:
+        for dets, last in self._pipeline.run_stream(chunks(), opts, timer):
             done += dets
             if last:
                 yield done
@@ -249,7 +275,7 @@ class Detector:
         h, w = frame_hw or self.imgsz
         frames = [np.full((h, w, 3), 114, np.uint8) for _ in range(batch)]
         for _ in range(runs):
-            self._predict(frames, {}, _NULL)
+            self.predict(frames)
 
     def close(self) -> None:
         """Free the backend, buffers and CUDA graphs; idempotent."""
@@ -260,11 +286,10 @@ class Detector:
 
     def _close(self) -> None:
         backend, self.backend = getattr(self, "backend", None), None
-        gpu, self._gpu = getattr(self, "_gpu", None), None
-        self._host_blob = None
+        pipeline, self._pipeline = getattr(self, "_pipeline", None), None
         self._closed = True
-        if gpu is not None:
-            gpu.close()
+        if pipeline is not None:
+            pipeline.close()
         if backend is not None:
             backend.close()
         self._stream = None  # after the backend: onnxruntime may run on it
@@ -282,7 +307,7 @@ class Detector:
     # ---------------------------------------------------------------- internals
     def _frames(self, source: Any) -> tuple[list[np.ndarray], bool]:
         """source -> (frames, single); every frame checked (HxWx3 uint8, non-empty)."""
-        from y9deploy.preprocess import check_frame, check_frames
+        from y9deploy.pre.host import check_frame, check_frames
 
         if source is None:
             raise TypeError(
@@ -309,10 +334,6 @@ class Detector:
             "of frames, or image paths."
         )
 
-    def _predict(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
-        with self._guard.enter("predict"):
-            return self._predict_unguarded(source, overrides, timer)
-
     def _predict_unguarded(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
@@ -320,66 +341,8 @@ class Detector:
         frames, single = self._frames(source)
         results: list[Any] = []
         for start, stop, padded in batch_chunks(len(frames), self.backend.batch_range):
-            chunk = frames[start:stop]
-            if self._gpu is not None:
-                results += self._gpu.run(chunk, padded, opts, timer)
-            else:
-                results += self._run_host(chunk, padded, opts, timer)
+            results += self._pipeline.run(frames[start:stop], padded, opts, timer)
         return results[0] if single else results
-
-    def _blob(self, padded: int) -> np.ndarray:
-        """A reused host input buffer [padded, 3, H, W] (grown, never shrunk)."""
-        h, w = self.imgsz
-        dt = self.backend.input_dtype
-        if self._host_blob is None or self._host_blob.shape[0] < padded or self._host_blob.dtype != dt:
-            self._host_blob = np.zeros((padded, 3, h, w), dt)
-        return self._host_blob[:padded]
-
-    def _run_host(self, frames: list[np.ndarray], padded: int, opts: PredictOptions, timer: Any) -> list[Any]:
-        from y9deploy.preprocess import prepare
-
-        timer.mark("start")
-        lb = self.info.letterbox
-        blob = self._blob(padded)
-        _, infos = prepare(
-            frames,
-            self.imgsz,
-            dtype=blob.dtype,
-            auto=False,
-            scaleup=bool(lb.get("scaleup", True)),
-            stride=int(lb.get("stride", 32)),
-            color=lb.get("color", 114),
-            out=blob[: len(frames)],
-        )
-        timer.mark(PRE)
-        outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
-        timer.mark(INFER)
-        rows = host_rows(outputs, len(frames), opts, end2end=self.end2end)
-        dets = [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
-        timer.mark(POST)
-        return dets
-
-
-def host_rows(outputs: dict[str, Any], n: int, opts: PredictOptions, *, end2end: bool) -> list[np.ndarray]:
-    """Backend outputs (numpy) -> one (N, 6) float32 array per frame, rows (x1, y1, x2, y2, score, class) in
-    network-input pixels, by descending score."""
-    if end2end:
-        from y9deploy.runtime.end2end import end2end_rows
-
-        return end2end_rows(outputs, n, opts)
-    from y9deploy.postprocess import postprocess
-
-    pred = np.asarray(outputs["output0"] if "output0" in outputs else next(iter(outputs.values())))[:n]
-    return postprocess(
-        pred, conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes
-    )
-
-
-def to_detections(rows: np.ndarray, info: Any, names: list[str]) -> Any:
-    """(N, 6) rows in input pixels + the frame's LetterboxInfo -> Detections in frame pixels (clipped)."""
-    from y9deploy.postprocess import to_detections as rows_to_detections
-
-    return rows_to_detections(rows, info, names)
 
 
 def _maybe_torch_stream(path: Path, device: Any) -> Any:
@@ -396,9 +359,7 @@ def _maybe_torch_stream(path: Path, device: Any) -> Any:
             return None
         if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
             return None
-    from y9deploy.runtime.gpu_pipeline import torch_cuda_ready
-
-    if not torch_cuda_ready():
+    if not probe().torch_cuda:
         return None
     import torch
 

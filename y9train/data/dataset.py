@@ -11,7 +11,7 @@ Training (``augment=True``): mosaic (probability ``hyp.mosaic``, while ``mosaic`
 2s x 2s canvas (s = imgsz), optional copy-paste, then one affine warp (scale, translate, rotation/shear, flips)
 to the output size, optional mixup with a second mosaic, HSV. Without mosaic (after ``close_mosaic()``): the
 shared letterbox, then the affine. Validation (``augment=False``): the shared letterbox
-(``y9deploy.preprocess.letterbox``, no upscaling beyond ``imgsz``) to the batch shape.
+(``y9core.letterbox.letterbox``, no upscaling beyond ``imgsz``) to the batch shape.
 The randomness of a sample comes from ``numpy.random.default_rng([seed, epoch, index])`` only.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from y9deploy.preprocess import letterbox
+from y9core.letterbox import letterbox
 
 from .augment import (
     AugmentConfig,

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from y9core.errors import DataError
-from y9deploy.preprocess import letterbox_params
+from y9core.letterbox import letterbox_params
 
 from .paths import cache_location
 

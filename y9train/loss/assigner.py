@@ -89,7 +89,7 @@ class Assignment:
         return fg, gt, score
 
 
-def _anchor_ranges(boxes: torch.Tensor, grid: AnchorGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def anchor_ranges(boxes: torch.Tensor, grid: AnchorGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per box and level, the rectangle of cells whose centres lie strictly inside the box.
 
     ``boxes (Tensor[N, 4])`` in pixels -> ``(col0 (Tensor[N, L]), row0 (Tensor[N, L]), n_cols, n_rows)``
@@ -114,7 +114,7 @@ def candidate_pairs(
     """Step 1: every (box, anchor) pair with the anchor centre inside the box, for boxes ``first:last``.
 
     Args:
-        ranges: ``_anchor_ranges`` of all boxes.
+        ranges: ``anchor_ranges`` of all boxes.
     Returns:
         ``(gt (Tensor[P] int64), anchor (Tensor[P] int64))`` grouped by box, anchors ascending within a box.
     """
@@ -298,7 +298,7 @@ class TaskAlignedAssigner:
         """
         n, (b, a) = labels.shape[0], cls_logits.shape[:2]
         dev = cls_logits.device
-        ranges = _anchor_ranges(labels[:, 2:6], grid)
+        ranges = anchor_ranges(labels[:, 2:6], grid)
         per_box = (ranges[2] * ranges[3]).sum(1)
         kept: list[tuple[torch.Tensor, ...]] = []
         for first, last in _chunks(per_box, self.max_pairs):

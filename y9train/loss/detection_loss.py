@@ -1,6 +1,6 @@
 """The YOLOv9 training loss: task-aligned assignment, CIoU + DFL box losses, BCE class loss, PGI branches.
 
-Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32, layout in CONTRACTS.md):
+Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32; the layout of ``y9train.models.head``):
 - the anchors are assigned from the branch's own (detached) predictions by ``TaskAlignedAssigner``;
 - ``T = max(sum of the positives' target scores, 1)`` normalises every term (``normaliser``: a distributed run
   replaces it so that ``T`` covers the whole global batch, see ``y9train.distributed``);
@@ -130,7 +130,7 @@ class DetectionLoss:
         grid = self._grid(feats)
         x = torch.cat([f.flatten(2) for f in feats], 2)  # [B, 4R + nc, A]
         box_logits, cls_logits = x.split((4 * r, nc), 1)
-        decoder = self._anchor_decoder(box_logits.detach(), grid)
+        decoder = self.anchor_decoder(box_logits.detach(), grid)
         asg = self.assigner(cls_logits.detach().transpose(1, 2), decoder, grid, labels)
         norm = self.normaliser(asg.score.sum())
         cls = self._class_loss(cls_logits, asg, labels) / norm
@@ -156,7 +156,7 @@ class DetectionLoss:
             loss = loss - (eps / 2.0) * xf.sum()
         return loss
 
-    def _anchor_decoder(self, box_logits: torch.Tensor, grid: AnchorGrid):
+    def anchor_decoder(self, box_logits: torch.Tensor, grid: AnchorGrid):
         """``decode(image (Tensor[K]), anchor (Tensor[K])) -> Tensor[K, 4]``: predicted boxes in pixels (float32)
         of ``box_logits (Tensor[B, 4R, A])`` at the given anchors, each distinct (image, anchor) decoded once."""
         b, _, a = box_logits.shape

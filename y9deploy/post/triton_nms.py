@@ -1,6 +1,6 @@
 """Exact greedy NMS scan in one Triton kernel: its cost does not grow with the suppression chains.
 
-Imported only when needed (``runtime.gpu_postprocess`` imports it when torch has CUDA and triton imports;
+Imported only when needed (``post.torch_batched`` and ``post.graph`` import it when torch has CUDA and triton imports;
 tests import it on the CPU with ``TRITON_INTERPRET=1``, Triton's interpreter, which runs the same kernel on
 CPU tensors).
 
@@ -28,7 +28,7 @@ _KERNELS: dict[bool, Any] = {}
 
 
 @triton.jit
-def _bit_or(a, b):
+def bit_or(a, b):
     return a | b
 
 
@@ -36,7 +36,7 @@ def _scan(words_ptr, n_ptr, keep_ptr, K, W, max_det, W_PAD: tl.constexpr):  # no
     """One program per image. words (int32 [B, K, W]), n (int32 [B]) -> keep bits (int32 [B, W], zeroed
     by the caller): bit ``i % 32`` of word ``i // 32`` set when box ``i`` is kept.
 
-    Only core builtins and ``_bit_or`` are used (no ``tl.zeros``/``tl.sum``/``tl.cdiv``, which are jitted
+    Only core builtins and ``bit_or`` are used (no ``tl.zeros``/``tl.sum``/``tl.cdiv``, which are jitted
     helpers that Triton's interpreter cannot call unless TRITON_INTERPRET was set before triton's import).
     """
     img = tl.program_id(0).to(tl.int64)
@@ -47,7 +47,7 @@ def _scan(words_ptr, n_ptr, keep_ptr, K, W, max_det, W_PAD: tl.constexpr):  # no
     kept = n * 0  # int32 scalars carried through the loops
     one = kept + 1  # an int32 1: ``one << 31`` wraps to the sign bit (a Python 1 << 31 does not fit int32)
     for w in range(0, (n + 31) // 32):
-        cur = tl.reduce(tl.where(lanes == w, removed, 0), 0, _bit_or)  # removed bits of boxes 32w .. 32w+31
+        cur = tl.reduce(tl.where(lanes == w, removed, 0), 0, bit_or)  # removed bits of boxes 32w .. 32w+31
         word = n * 0
         for bit in range(0, 32):
             i = w * 32 + bit
@@ -101,7 +101,7 @@ def _iou_bits(boxes_ptr, n_ptr, t_ptr, words_ptr, K, W, BI: tl.constexpr):  # no
         iou = tl.math.div_rn(inter, union)
         hit = (iou > tl.load(t_ptr)) & (cols[None, :] > rows[:, None]) & (cols[None, :] < n)
         bit = tl.full([32], 1, tl.int32) << tl.arange(0, 32)  # 1 << 31 is the int32 sign bit
-        word = tl.reduce(tl.where(hit, bit[None, :], 0), 1, _bit_or)
+        word = tl.reduce(tl.where(hit, bit[None, :], 0), 1, bit_or)
         tl.store(words_ptr + (img * K + rows) * W + w, word, mask=rmask)
 
 
@@ -113,7 +113,7 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
-def _kernel(name: str = "scan") -> Any:
+def kernel(name: str = "scan") -> Any:
     """The jitted kernel ``name`` ("scan" or "iou_bits"; Triton's interpreter when TRITON_INTERPRET=1 is set
     at its first call)."""
     key = (name, interpreting())
@@ -152,7 +152,7 @@ def iou_bits(boxes: Any, n: Any, t: Any, out: Any = None) -> Any:
     if b:
         counts = n.to(device=boxes.device, dtype=torch.int32).clamp(0, k).contiguous()
         grid = (b, -(-k // IOU_ROWS), w)
-        _kernel("iou_bits")[grid](
+        kernel("iou_bits")[grid](
             boxes.contiguous(), counts, t.to(torch.float32).contiguous(), words, k, w,
             BI=IOU_ROWS, num_warps=2, enable_fp_fusion=False,
         )  # fmt: skip
@@ -169,7 +169,7 @@ def scan_words(words: Any, n: Any, max_det: int) -> Any:
     if b:
         counts = n.to(device=words.device, dtype=torch.int32).clamp(0, k).contiguous()
         w_pad = max(16, triton.next_power_of_2(w))
-        _kernel()[(b,)](
+        kernel()[(b,)](
             words, counts, bits, k, w, int(max_det), W_PAD=w_pad, num_warps=1, enable_fp_fusion=False
         )
     shifts = torch.arange(32, dtype=torch.int32, device=words.device)
@@ -184,13 +184,13 @@ def pack_rows(over: Any) -> Any:
     import torch.nn.functional as F
 
     if sys.byteorder != "little":  # pragma: no cover - every CUDA host is little-endian
-        raise RuntimeError("nms_triton.pack_rows reads bytes as little-endian int32 words.")
+        raise RuntimeError("triton_nms.pack_rows reads bytes as little-endian int32 words.")
     b, k, _ = over.shape
     w = -(-k // 32)
     u8 = over.view(torch.uint8)
     if w * 32 != k:
         u8 = F.pad(u8, (0, w * 32 - k))
-    # made on the device (no host copy: this runs inside CUDA graph captures, runtime.graph_post)
+    # made on the device (no host copy: this runs inside CUDA graph captures, post.graph)
     weights = torch.ones(8, dtype=torch.uint8, device=over.device) << torch.arange(
         8, dtype=torch.uint8, device=over.device
     )

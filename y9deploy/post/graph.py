@@ -1,9 +1,9 @@
 """Decode + NMS of a batch replayed as CUDA graphs: fixed shapes, no host sync inside, so the post stage of the
 GPU path costs two graph launches and two small downloads at any batch size (torch and triton imported lazily).
 
-The eager ``gpu_postprocess.batched_postprocess_torch`` issues a few dozen small kernels per call, each with
-Python and launch overhead, and ~3 ms of it was that fixed cost on an H200 (docs/benchmarks.md, run 4). Here
-the same float32 operations are captured once per shape and replayed:
+The eager ``post.torch_batched.batched_postprocess_torch`` issues a few dozen small kernels per call, each with
+Python and launch overhead (a fixed cost per call, docs/benchmarks.md). Here the same float32 operations are
+captured once per shape and replayed:
 
 1. ``select`` graph (per batch shape ``[B, 4+nc, A]`` and lane, below): the prediction is copied into the
    graph's input; best class and score of every anchor; the candidate mask under the current thresholds and
@@ -11,8 +11,8 @@ the same float32 operations are captured once per shape and replayed:
    capture); the candidates of each image (capped at ``max_nms``); the stable descending order of the scores.
 2. ``nms`` graph (per shape, lane, ``K`` and ``max_det``): the first K candidates of each image by score, xywh
    -> xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t
-   bits packed 32 to a word straight from the boxes (Triton kernel ``nms_triton.iou_bits``: no [B, K, K]
-   float matrix), the greedy scan (``nms_triton.scan_words``, max_det included), and the kept rows scattered
+   bits packed 32 to a word straight from the boxes (Triton kernel ``triton_nms.iou_bits``: no [B, K, K]
+   float matrix), the greedy scan (``triton_nms.scan_words``, max_det included), and the kept rows scattered
    into ``out [B, max_det + 1, 6]`` (row ``max_det``: kept count, candidate count), downloaded into pinned
    memory; ``PendingRows.rows()`` waits for that copy only.
 
@@ -25,26 +25,26 @@ fits (exact, a little later). Two lanes of select/nms buffers alternate between 
 survives while the next one is enqueued: at most two submitted batches may be pending, and ``rows()`` of one
 must be called before a third is submitted (what ``Detector`` does).
 
-Same operations in the same order as ``postprocess.postprocess`` (via ``gpu_postprocess``): identical
+Same operations in the same order as ``post.host.postprocess`` (via ``post.torch_batched``): identical
 detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
-A batch whose largest count exceeds ``nms_triton.MAX_K``, or whose packed bits would exceed ``budget`` bytes,
-takes the eager ``batched_postprocess_torch`` (exact too).
+A batch whose largest count exceeds ``triton_nms.MAX_K``, or whose packed bits would exceed ``budget`` bytes,
+takes the eager ``batched_postprocess_torch`` (exact too: the fallback rule of ``post.choice``).
 
 Each graph has its own memory pool (no aliasing between the outputs of one graph and the scratch memory of
-another). One GraphPost per Detector, used from one thread (like ``Detector.predict``).
+another). One GraphPost per Detector, used from one thread (like ``Detector.predict``). Its state per shape is
+typed: ``ShapeKey`` (a batch shape), ``SelectEntry`` (one lane of the select step), ``NmsEntry`` (one nms graph).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from y9deploy.nms import threshold_below
-from y9deploy.postprocess import MAX_NMS
-from y9deploy.runtime.options import PredictOptions
+from y9deploy.post.host import MAX_NMS
+from y9deploy.post.nms import threshold_below
 
 MIN_K = 64  # smallest K of an nms graph
 BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph
@@ -57,6 +57,45 @@ def pick_k(max_count: int, min_k: int = MIN_K) -> int:
     return max(int(min_k), 1 << max(0, int(max_count) - 1).bit_length())
 
 
+@dataclass(frozen=True)
+class ShapeKey:
+    """A batch shape: the prediction's ``[B, 4+nc, A]`` and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+
+@dataclass
+class SelectEntry:
+    """One lane of the select step of one shape: the graph's input copy, its outputs and the graph."""
+
+    shape: ShapeKey
+    lane: int
+    x: Any  # Tensor[B, 4+nc, A]: the graph's input
+    sel: Any  # torch_batched.Candidates: the graph's outputs
+    graph: Any = None  # torch.cuda.CUDAGraph (None: eager steps)
+    opts: Any = None  # the PredictOptions of the last batch submitted from this lane
+    host: Any = None  # pinned Tensor[B, max_det + 1, 6] the nms output is downloaded into
+    event: Any = None  # CUDA event after that download
+
+
+@dataclass
+class NmsEntry:
+    """One nms graph: of a select entry, for one K and max_det."""
+
+    graph: Any
+    out: Any  # Tensor[B, max_det + 1, 6]
+
+
+@dataclass
+class GraphStats:
+    """Calls per path and the last K (benchmarks read them)."""
+
+    graph: int = 0
+    eager: int = 0
+    k: int = 0
+
+
 @dataclass
 class PendingRows:
     """A submitted batch: ``rows()`` waits for its download and returns one ndarray[N, 6] float32 per image
@@ -67,36 +106,36 @@ class PendingRows:
     event: Any = None  # CUDA event after the download (None on the CPU)
     max_det: int = 0
     k: int = 0  # the K the batch ran with
-    owner: Any = None  # the GraphPost (K bookkeeping, re-runs)
-    lane: Any = None  # the select entry the batch ran from
+    owner: GraphPost | None = None  # K bookkeeping, re-runs
+    lane: SelectEntry | None = None  # the select entry the batch ran from
     ready: list[np.ndarray] | None = None  # results computed eagerly (fallback path)
-    _block: Any = None  # block()'s result, once waited for
+    waited: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)  # block()'s result
 
     def block(self) -> tuple[np.ndarray, np.ndarray]:
         """Wait for the download: (ndarray[n, max_det, 6] rows, ndarray[n] kept per image), image i's rows
         being ``rows[i, :kept[i]]``. A view of the pinned buffer, valid until the next submit but one of this
         shape. Not for results computed eagerly (``ready``)."""
-        if self._block is not None:
-            return self._block
+        if self.waited is not None:
+            return self.waited
         if self.event is not None:
             self.event.synchronize()
         blk = self.host.numpy()
         top = int(blk[: self.n, self.max_det, 1].max(initial=0))
-        self.owner._counted(self.lane, top)
+        self.owner.counted(self.lane, top)
         if top > self.k:  # more candidates than the K it ran with: again, with a K that fits
-            again = self.owner._run_nms(self.lane, top, self.n, self.max_det)
+            again = self.owner.run_nms(self.lane, top, self.n, self.max_det)
             if again.ready is not None:  # too many for a graph: the eager path's rows, as a block
                 self.ready = again.ready
                 width = max(1, max(len(r) for r in again.ready))
                 blk = np.zeros((self.n, width, 6), np.float32)
                 for i, r in enumerate(again.ready):
                     blk[i, : len(r)] = r
-                self._block = blk, np.array([len(r) for r in again.ready], np.int64)
+                self.waited = blk, np.array([len(r) for r in again.ready], np.int64)
             else:
-                self._block = again.block()
-            return self._block
-        self._block = blk[: self.n, : self.max_det], blk[: self.n, self.max_det, 0].astype(np.int64)
-        return self._block
+                self.waited = again.block()
+            return self.waited
+        self.waited = blk[: self.n, : self.max_det], blk[: self.n, self.max_det, 0].astype(np.int64)
+        return self.waited
 
     def rows(self) -> list[np.ndarray]:
         if self.ready is not None:
@@ -128,7 +167,7 @@ class GraphPost:
     ) -> None:
         import torch
 
-        self._torch = torch
+        self.torch = torch
         self.nc = int(nc)
         self.device = torch.device(device)
         cuda = self.device.type == "cuda"
@@ -141,58 +180,59 @@ class GraphPost:
         self.allowed = torch.ones(self.nc, dtype=torch.bool, device=dev)  # class filter
         self.iou_t = torch.zeros(1, dtype=torch.float32, device=dev)  # threshold_below(iou)
         self.class_scale = torch.ones(1, dtype=torch.float32, device=dev)  # 0.0: agnostic
-        self._opts_key: Any = None
-        self.stats = {"graph": 0, "eager": 0, "k": 0}  # calls per path, and the last K (benchmarks read it)
-        self._select: OrderedDict[Any, dict[str, Any]] = OrderedDict()
-        self._nms: OrderedDict[Any, dict[str, Any]] = OrderedDict()
-        self._lane: dict[Any, int] = {}  # per batch shape: the lane of the next submit (0 or 1)
-        self._k: dict[Any, int] = {}  # per batch shape: the K its last batch needed
-        self._counts_host = None
-        self._counts_event = torch.cuda.Event() if cuda else None
+        self.opts_key: tuple[bytes, bytes, float, bool] | None = None  # the options in the buffers
+        self.stats = GraphStats()
+        self.select: OrderedDict[tuple[ShapeKey, int], SelectEntry] = OrderedDict()
+        self.nms: OrderedDict[tuple[ShapeKey, int, int, int], NmsEntry] = OrderedDict()
+        self.next_lane: dict[ShapeKey, int] = {}  # per batch shape: the lane of the next submit (0 or 1)
+        self.last_k: dict[ShapeKey, int] = {}  # per batch shape: the K its last batch needed
+        self.counts_host: Any = None
+        self.counts_event = torch.cuda.Event() if cuda else None
 
     def close(self) -> None:
-        self._select.clear()
-        self._nms.clear()
-        self._k.clear()
+        self.select.clear()
+        self.nms.clear()
+        self.last_k.clear()
 
     # ---------------------------------------------------------------- options (device buffers)
-    def set_options(self, opts: PredictOptions) -> None:
-        """Write conf/iou/classes/agnostic into the device buffers the graphs read (only when they changed)."""
-        torch = self._torch
-        from y9deploy.runtime.gpu_postprocess import class_thresholds
+    def set_options(self, opts: Any) -> None:
+        """Write conf/iou/classes/agnostic of ``opts`` (a PredictOptions) into the device buffers the graphs
+        read (only when they changed)."""
+        torch = self.torch
+        from y9deploy.post.torch_batched import class_thresholds
 
         thr, allowed = class_thresholds(opts.conf, opts.iou, opts.classes, self.nc)
         key = (thr.tobytes(), allowed.tobytes(), float(opts.iou), bool(opts.agnostic))
-        if key == self._opts_key:
+        if key == self.opts_key:
             return
         self.thr.copy_(torch.from_numpy(thr))
         self.allowed.copy_(torch.from_numpy(allowed))
         self.iou_t.fill_(float(threshold_below(opts.iou)))
         self.class_scale.fill_(0.0 if opts.agnostic else 1.0)
-        self._opts_key = key
+        self.opts_key = key
 
     # ---------------------------------------------------------------- the two steps
-    def _select_step(self, x: Any) -> dict[str, Any]:
-        """x (Tensor[B, 4+nc, A], fp16/fp32) -> ``gpu_postprocess.select_candidates`` under the buffers."""
-        from y9deploy.runtime.gpu_postprocess import select_candidates
+    def select_step(self, x: Any) -> Any:
+        """x (Tensor[B, 4+nc, A], fp16/fp32) -> ``torch_batched.select_candidates`` under the buffers."""
+        from y9deploy.post.torch_batched import select_candidates
 
         return select_candidates(x, self.thr, self.allowed, self.max_nms)
 
-    def _nms_step(self, x: Any, sel: dict[str, Any], k: int, max_det: int) -> Any:
+    def nms_step(self, x: Any, sel: Any, k: int, max_det: int) -> Any:
         """The first k candidates of each image -> out Tensor[B, max_det + 1, 6] f32 (kept rows by score; row
         max_det: the kept count in column 0)."""
-        torch = self._torch
-        from y9deploy.runtime import nms_triton
-        from y9deploy.runtime.gpu_postprocess import class_offsets_torch, sorted_boxes
+        torch = self.torch
+        from y9deploy.post import triton_nms
+        from y9deploy.post.torch_batched import class_offsets_torch, sorted_boxes
 
         b = x.shape[0]
         boxes, scores, clsf = sorted_boxes(x, sel, k)  # [B, K, 4], [B, K], [B, K]
-        counts = sel["counts"]
+        counts = sel.counts
         alive = torch.arange(k, device=x.device)[None, :] < counts[:, None]  # [B, K]
         offset = class_offsets_torch(boxes, alive) * self.class_scale  # 0 when agnostic
         shifted = boxes + (clsf * offset[:, None])[..., None]
-        words = nms_triton.iou_bits(shifted, counts, self.iou_t)  # [B, K, K / 32] packed IoU > t bits
-        keep = nms_triton.scan_words(words, counts, max_det)  # [B, K] bool, at most max_det per image
+        words = triton_nms.iou_bits(shifted, counts, self.iou_t)  # [B, K, K / 32] packed IoU > t bits
+        keep = triton_nms.scan_words(words, counts, max_det)  # [B, K] bool, at most max_det per image
         spare = torch.full((b, k), max_det, dtype=torch.int64, device=x.device)
         pos = torch.where(keep, keep.cumsum(1) - 1, spare)  # rank, or the spare row
         rows = torch.cat([boxes, scores[..., None], clsf[..., None]], 2)  # [B, K, 6]
@@ -203,10 +243,10 @@ class GraphPost:
         return out
 
     # ---------------------------------------------------------------- graphs
-    def _capture(self, fn: Any, *args: Any) -> tuple[Any, Any]:
+    def capture(self, fn: Any, *args: Any) -> tuple[Any, Any]:
         """(graph, outputs) of ``fn(*args)`` captured after one eager warm-up on a side stream (Triton
         compiles, cub sizes its scratch memory)."""
-        torch = self._torch
+        torch = self.torch
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
@@ -217,108 +257,103 @@ class GraphPost:
             out = fn(*args)
         return graph, out
 
-    def _select_entry(self, pred: Any) -> dict[str, Any]:
-        """Run the select step of ``pred`` in the next lane of its shape: that lane's entry (input copy,
-        select outputs, graph)."""
-        torch = self._torch
-        shape = (tuple(pred.shape), pred.dtype)
-        lane = self._lane.get(shape, 0)
-        self._lane[shape] = 1 - lane
-        key = (*shape, lane)
-        entry = self._select.get(key)
+    def select_entry(self, pred: Any) -> SelectEntry:
+        """Run the select step of ``pred`` in the next lane of its shape: that lane's entry."""
+        shape = ShapeKey(tuple(pred.shape), pred.dtype)
+        lane = self.next_lane.get(shape, 0)
+        self.next_lane[shape] = 1 - lane
+        entry = self.select.get((shape, lane))
         if entry is not None:
-            self._select.move_to_end(key)
-            entry["x"].copy_(pred, non_blocking=True)
-            if entry["graph"] is not None:
-                entry["graph"].replay()
+            self.select.move_to_end((shape, lane))
+            entry.x.copy_(pred, non_blocking=True)
+            if entry.graph is not None:
+                entry.graph.replay()
             else:
-                entry["sel"] = self._select_step(entry["x"])
+                entry.sel = self.select_step(entry.x)
             return entry
-        if len(self._select) >= 4:  # two shapes x two lanes
-            old, _ = self._select.popitem(last=False)
-            for k in [k for k in self._nms if k[0] == old]:
-                del self._nms[k]
-        x = torch.empty(pred.shape, dtype=pred.dtype, device=self.device)
+        if len(self.select) >= 4:  # two shapes x two lanes
+            (old_shape, old_lane), _ = self.select.popitem(last=False)
+            for key in [key for key in self.nms if key[:2] == (old_shape, old_lane)]:
+                del self.nms[key]
+        x = self.torch.empty(pred.shape, dtype=pred.dtype, device=self.device)
         x.copy_(pred, non_blocking=True)
-        graph, sel = self._capture(self._select_step, x) if self.graphs else (None, self._select_step(x))
+        graph, sel = self.capture(self.select_step, x) if self.graphs else (None, self.select_step(x))
         if graph is not None:
             graph.replay()  # the capture recorded the work; the replay does it
-        entry = {"x": x, "graph": graph, "sel": sel, "key": key, "shape": shape}
-        self._select[key] = entry
+        entry = self.select[(shape, lane)] = SelectEntry(shape, lane, x, sel, graph)
         return entry
 
-    def _nms_out(self, entry: dict[str, Any], k: int, max_det: int) -> Any:
-        key = (entry["key"], k, max_det)
-        nms = self._nms.get(key)
+    def nms_out(self, entry: SelectEntry, k: int, max_det: int) -> Any:
         if not self.graphs:
-            return self._nms_step(entry["x"], entry["sel"], k, max_det)
+            return self.nms_step(entry.x, entry.sel, k, max_det)
+        key = (entry.shape, entry.lane, k, max_det)
+        nms = self.nms.get(key)
         if nms is None:
-            if len(self._nms) >= MAX_GRAPHS:
-                self._nms.popitem(last=False)
-            graph, out = self._capture(self._nms_step, entry["x"], entry["sel"], k, max_det)
-            nms = self._nms[key] = {"graph": graph, "out": out}
+            if len(self.nms) >= MAX_GRAPHS:
+                self.nms.popitem(last=False)
+            nms = self.nms[key] = NmsEntry(*self.capture(self.nms_step, entry.x, entry.sel, k, max_det))
         else:
-            self._nms.move_to_end(key)
-        nms["graph"].replay()
-        return nms["out"]
+            self.nms.move_to_end(key)
+        nms.graph.replay()
+        return nms.out
 
-    def _counted(self, entry: dict[str, Any], top: int) -> None:
+    def counted(self, entry: SelectEntry, top: int) -> None:
         """A batch of ``entry``'s shape came back with ``top`` candidates in its fullest image."""
-        self._k[entry["shape"]] = pick_k(top, self.min_k)
+        self.last_k[entry.shape] = pick_k(top, self.min_k)
 
-    def _download_counts(self, entry: dict[str, Any], n: int) -> int:
+    def download_counts(self, entry: SelectEntry, n: int) -> int:
         """The largest candidate count of the first n images (waits for the select step)."""
-        torch = self._torch
-        counts = entry["sel"]["counts"]
-        if self._counts_event is None:
+        torch = self.torch
+        counts = entry.sel.counts
+        if self.counts_event is None:
             return int(counts.numpy()[:n].max(initial=0))
-        if self._counts_host is None or self._counts_host.numel() < counts.numel():
-            self._counts_host = torch.empty(counts.numel(), dtype=torch.int32, pin_memory=True)
-        host = self._counts_host[: counts.numel()]
+        if self.counts_host is None or self.counts_host.numel() < counts.numel():
+            self.counts_host = torch.empty(counts.numel(), dtype=torch.int32, pin_memory=True)
+        host = self.counts_host[: counts.numel()]
         host.copy_(counts, non_blocking=True)
-        self._counts_event.record()
-        self._counts_event.synchronize()
+        self.counts_event.record()
+        self.counts_event.synchronize()
         return int(host.numpy()[:n].max(initial=0))
 
-    def _run_nms(self, entry: dict[str, Any], top: int, n: int, max_det: int) -> PendingRows:
-        """Enqueue the nms step of ``entry`` with the K for ``top`` candidates, and the download."""
-        torch = self._torch
-        from y9deploy.runtime import nms_triton
+    def run_nms(self, entry: SelectEntry, top: int, n: int, max_det: int) -> PendingRows:
+        """Enqueue the nms step of ``entry`` with the K for ``top`` candidates, and the download; a K beyond
+        the kernels or the budget: the eager batched implementation (the fallback rule)."""
+        torch = self.torch
+        from y9deploy.post import triton_nms
 
-        b, _, a = entry["x"].shape
+        b, _, a = entry.x.shape
         k = min(pick_k(top, self.min_k), int(a))  # never more than the anchors (counts <= A)
-        if k > nms_triton.MAX_K or b * k * k // 8 > self.budget:
-            self.stats["eager"] += 1
-            from y9deploy.runtime.gpu_postprocess import batched_postprocess_torch
+        if k > triton_nms.MAX_K or b * k * k // 8 > self.budget:
+            self.stats.eager += 1
+            from y9deploy.post.torch_batched import batched_postprocess_torch
 
-            o = entry["opts"]
+            o = entry.opts
             rows = batched_postprocess_torch(
-                entry["x"][:n], conf=o.conf, iou=o.iou, agnostic=o.agnostic, max_det=max_det,
+                entry.x[:n], conf=o.conf, iou=o.iou, agnostic=o.agnostic, max_det=max_det,
                 classes=o.classes, max_nms=self.max_nms,
             )  # fmt: skip
             return PendingRows(n, ready=rows)
-        self.stats["graph"] += 1
-        self.stats["k"] = k
-        out = self._nms_out(entry, k, max_det)
+        self.stats.graph += 1
+        self.stats.k = k
+        out = self.nms_out(entry, k, max_det)
         pending = PendingRows(n, max_det=max_det, k=k, owner=self, lane=entry)
         if self.device.type != "cuda":
             pending.host = out
             return pending
-        host = entry.get("host")
-        if host is None or host.shape != out.shape:
-            host = entry["host"] = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
-        host.copy_(out, non_blocking=True)
-        event = entry.get("event") or torch.cuda.Event()
-        entry["event"] = event
-        event.record()
-        pending.host, pending.event = host, event
+        if entry.host is None or entry.host.shape != out.shape:
+            entry.host = torch.empty(out.shape, dtype=torch.float32, pin_memory=True)
+        entry.host.copy_(out, non_blocking=True)
+        entry.event = entry.event or torch.cuda.Event()
+        entry.event.record()
+        pending.host, pending.event = entry.host, entry.event
         return pending
 
     # ---------------------------------------------------------------- public
-    def submit(self, pred: Any, n: int, opts: PredictOptions) -> PendingRows:
+    def submit(self, pred: Any, n: int, opts: Any) -> PendingRows:
         """Enqueue post-processing of ``pred`` (Tensor[B, 4+nc, A] on ``device``; the first ``n`` images are
-        real) on the current stream. Returns at once when a batch of this shape ran before (else after one
-        wait for the candidate counts); ``PendingRows.rows()`` waits for the results (module docstring)."""
+        real) under ``opts`` (a PredictOptions) on the current stream. Returns at once when a batch of this
+        shape ran before (else after one wait for the candidate counts); ``PendingRows.rows()`` waits for the
+        results (module docstring)."""
         if pred.ndim != 3 or pred.shape[1] != 4 + self.nc:
             raise ValueError(
                 f"pred has shape {tuple(pred.shape)}; expected [B, {4 + self.nc}, A] for {self.nc} classes."
@@ -327,12 +362,12 @@ class GraphPost:
         if max_det < 1:
             raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
         self.set_options(opts)
-        entry = self._select_entry(pred)
-        entry["opts"] = opts
-        k = self._k.get(entry["shape"])
+        entry = self.select_entry(pred)
+        entry.opts = opts
+        k = self.last_k.get(entry.shape)
         if k is None:
-            top = self._download_counts(entry, n)
+            top = self.download_counts(entry, n)
             if top == 0:
                 return PendingRows(n, ready=[np.zeros((0, 6), np.float32) for _ in range(n)])
             k = top
-        return self._run_nms(entry, k, n, max_det)
+        return self.run_nms(entry, k, n, max_det)

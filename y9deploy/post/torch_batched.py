@@ -1,63 +1,63 @@
-"""Batched decode + NMS of a whole batch on the GPU, for the Detector's GPU path (torch imported lazily).
+"""The batched decode + NMS on torch tensors (any device; torch imported lazily): the one torch implementation.
 
-``y9deploy.gpu_ops.postprocess_torch`` handles one image at a time, with a few device syncs each; at batch
-64 those syncs dominate. This does the batch at once:
+A whole batch at once, with one download of the candidate counts and one of the rows:
 
 1. candidates of every image (best class > conf), and ONE download: the per-image candidate counts;
 2. a batched stable sort of the scores, boxes gathered up to the largest count;
 3. images grouped into buckets of similar count ``k`` (the next power of two, at least ``MIN_BUCKET``), each
-   bucket run at its own largest ``k``: one frame with thousands of candidates no longer inflates the
+   bucket run at its own largest ``k``: one frame with thousands of candidates does not inflate the
    ``[b, k, k]`` IoU matrices of the others;
-4. per bucket, the IoU > threshold matrix of the sorted boxes (computed once) and the greedy NMS, either
-   - ``scan="triton"`` (what "auto" picks on CUDA tensors when triton imports, for ``k <=
-     nms_triton.MAX_K``): the matrix packed into bit words and the greedy scan walked box by box in one
-     Triton kernel launch per bucket (``runtime.nms_triton``): its cost does not grow with suppression
-     chains, and it needs no sync; or
+4. per bucket, the IoU > threshold matrix of the sorted boxes (``box_iou_torch``, computed once) and the
+   greedy NMS, either
+   - ``scan="triton"``: the matrix packed into bit words and the greedy scan walked box by box in one Triton
+     kernel launch per bucket (``post.triton_nms``): its cost does not grow with suppression chains, and it
+     needs no sync (buckets above ``triton_nms.MAX_K`` take the fixed point); or
    - ``scan="fixed-point"``: the fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t,
      i < j)`` (one sync every ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes);
    buckets whose ``[b, k, k]`` matrices would not fit ``budget`` elements go in groups, and an image whose
-   own ``k * k`` exceeds ``budget`` goes through ``gpu_ops.postprocess_torch``;
+   own ``k * k`` exceeds ``budget`` goes to the host implementation (``post.host.postprocess``: the fallback
+   rule of ``post.choice``);
 5. ONE download of the rows of every bucket (boxes, score, class, keep flag).
 
-It computes the same float32 operations in the same order as ``y9deploy.postprocess.postprocess``
-(candidates, stable descending order, class offsets, IoU formula, threshold), so the detections are
-identical (tests compare them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter).
-With "auto", a Triton kernel that fails to compile or launch on this machine is reported once with a warning
-(and in ``TRITON_ERROR``) and the fixed point is used from then on.
+It computes the same float32 operations in the same order as ``post.host.postprocess`` (candidates, stable
+descending order, class offsets, IoU formula, threshold), so the detections are identical (tests compare
+them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter). ``scan="auto"`` takes
+``post.choice.choose_scan``; a Triton kernel that fails then is recorded by ``post.choice.record_failure``
+and the fixed point is used from then on.
 """
 
 from __future__ import annotations
 
-import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from y9deploy.nms import MAX_WH, threshold_below
-from y9deploy.postprocess import MAX_NMS, _check_classes, _check_thresholds
+from y9deploy.post.choice import PostImpl, choose_scan, record_failure
+from y9deploy.post.host import MAX_NMS, check_classes, check_thresholds, postprocess
+from y9deploy.post.nms import MAX_WH, threshold_below
 
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks
 MIN_BUCKET = 32  # smallest bucket of candidate counts
 SCANS = ("auto", "triton", "fixed-point")
-TRITON_ERROR: str | None = None  # why "auto" stopped using the Triton kernel on this machine, if it did
-_TRITON: list[Any] = []  # the nms_triton module (or None), probed once
 
 
-def triton_scan_ready() -> bool:
-    """True when "auto" uses the Triton scan on CUDA tensors: torch has CUDA, triton imports, and the kernel
-    has not failed here."""
-    if not _TRITON:
-        mod = None
-        try:
-            import torch
+@dataclass
+class Candidates:
+    """The candidates of every image of a batch, sorted (``select_candidates``).
 
-            if torch.cuda.is_available():
-                from y9deploy.runtime import nms_triton as mod
-        except ImportError:
-            mod = None
-        _TRITON.append(mod)
-    return _TRITON[0] is not None and TRITON_ERROR is None
+    Attributes:
+        best (Tensor[B, A] float32): the best class score of every anchor.
+        cls (Tensor[B, A] int64): its class (the first on ties).
+        counts (Tensor[B] int32): candidates per image (<= max_nms).
+        order (Tensor[B, A] int64): anchors, candidates first, by descending score, ties in anchor order.
+    """
+
+    best: Any
+    cls: Any
+    counts: Any
+    order: Any
 
 
 def _pick_scan(scan: str, pred: Any) -> str:
@@ -65,15 +65,15 @@ def _pick_scan(scan: str, pred: Any) -> str:
     if scan not in SCANS:
         raise ValueError(f"scan={scan!r}; expected one of {', '.join(SCANS)}.")
     if scan == "auto":
-        return "triton" if pred.is_cuda and triton_scan_ready() else "fixed-point"
+        return choose_scan(bool(pred.is_cuda))
     if scan == "triton":
         try:
-            from y9deploy.runtime import nms_triton
+            from y9deploy.post import triton_nms
         except ImportError as exc:
             from y9core.errors import BackendUnavailableError
 
             raise BackendUnavailableError(f"scan='triton' needs the triton package ({exc}).") from exc
-        if not (pred.is_cuda or nms_triton.interpreting()):
+        if not (pred.is_cuda or triton_nms.interpreting()):
             raise ValueError(
                 f"scan='triton' got tensors on {pred.device}; expected CUDA tensors (or TRITON_INTERPRET=1)."
             )
@@ -111,20 +111,24 @@ def batched_postprocess_torch(
     min_bucket: int = MIN_BUCKET,
 ) -> list[np.ndarray]:
     """pred (Tensor[B, 4+nc, A], any device) -> list of B ndarray[N, 6] float32 rows (x1, y1, x2, y2, score,
-    class) in input pixels by descending score: the result of ``postprocess.postprocess``.
+    class) in input pixels by descending score: the result of ``post.host.postprocess``.
 
-    ``scan``: "auto" (the Triton kernel on CUDA tensors when triton imports, else the fixed point), "triton"
+    ``scan``: "auto" (``post.choice.choose_scan``: the Triton kernel on CUDA tensors when triton imports, else
+    the fixed point), "triton"
     (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the module docstring.
     ``min_bucket``: the smallest bucket; one at least the next power of two of every count (``1 << 15`` with
     the default ``max_nms``) puts all images in one bucket at the largest k (the behaviour before buckets)."""
     import torch
 
+    if not isinstance(pred, torch.Tensor):
+        raise TypeError(f"pred is a {type(pred).__name__}; expected a torch.Tensor [B, 4+nc, A].")
     if pred.ndim != 3 or pred.shape[1] < 5:
         raise ValueError(
             f"pred has shape {tuple(pred.shape)}; expected [B, 4+nc, A] with at least one class."
         )
     if int(max_det) < 1:
         raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
+    auto = scan == "auto"
     scan = _pick_scan(scan, pred)
     pred = pred.float()
     b, c, _ = pred.shape
@@ -133,7 +137,7 @@ def batched_postprocess_torch(
     sel = select_candidates(
         pred, torch.from_numpy(thr).to(dev), torch.from_numpy(allowed).to(dev), int(max_nms)
     )
-    counts_t = sel["counts"]
+    counts_t = sel.counts
     counts = counts_t.tolist()  # the one sync before the NMS
     out = [np.zeros((0, 6), np.float32) for _ in range(b)]
     kmax = max(counts, default=0)
@@ -143,17 +147,16 @@ def batched_postprocess_torch(
     t = float(threshold_below(iou))
     parts: list[tuple[list[int], Any]] = []
     for k, members in bucket_images(counts, min_bucket):
-        if k * k > budget:  # one image alone would not fit: the per-image path
-            kw = dict(
-                conf=conf, iou=iou, agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms
-            )
-            for i, rows in zip(members, _per_image(pred[members], **kw)):
+        if k * k > budget:  # one image alone would not fit: the host implementation (the fallback rule)
+            host = pred[members].cpu().numpy()
+            kw = dict(agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms)
+            for i, rows in zip(members, postprocess(host, conf=conf, iou=iou, **kw)):
                 out[i] = rows
             continue
         idx = torch.as_tensor(members, device=dev)
         bx, n = boxes[idx, :k], counts_t[idx]
         keep = _bucket_keep(bx, clsf[idx, :k], n, agnostic=agnostic, t=t, max_det=int(max_det),
-                            budget=budget, scan=scan)  # fmt: skip
+                            budget=budget, scan=scan, auto=auto)  # fmt: skip
         parts.append(
             (members, torch.cat([bx, scores[idx, :k, None], clsf[idx, :k, None], keep[..., None]], 2))
         )
@@ -171,8 +174,8 @@ def batched_postprocess_torch(
 def class_thresholds(conf: Any, iou: float, classes: Any, nc: int) -> tuple[np.ndarray, np.ndarray]:
     """Checked options -> (ndarray[nc] float32 confidence threshold per class, ndarray[nc] bool class filter),
     the inputs of ``select_candidates``."""
-    thr = _check_thresholds(conf, iou, nc)
-    ids = _check_classes(classes, nc)
+    thr = check_thresholds(conf, iou, nc)
+    ids = check_classes(classes, nc)
     allowed = np.ones(nc, bool)
     if ids is not None:
         allowed[:] = False
@@ -180,7 +183,7 @@ def class_thresholds(conf: Any, iou: float, classes: Any, nc: int) -> tuple[np.n
     return np.array(np.broadcast_to(thr, (nc,)), np.float32), allowed
 
 
-def select_candidates(pred: Any, thr: Any, allowed: Any, max_nms: int) -> dict[str, Any]:
+def select_candidates(pred: Any, thr: Any, allowed: Any, max_nms: int) -> Candidates:
     """The candidates of every image, sorted.
 
     Args:
@@ -190,9 +193,7 @@ def select_candidates(pred: Any, thr: Any, allowed: Any, max_nms: int) -> dict[s
         allowed (Tensor[nc] bool): the class filter.
         max_nms: most candidates per image.
     Returns:
-        ``{"best": Tensor[B, A] float32 best score, "cls": Tensor[B, A] int64 its class (first on ties),
-        "counts": Tensor[B] int32 candidates (<= max_nms), "order": Tensor[B, A] candidates first, by descending
-        score, ties in anchor order}``.
+        the ``Candidates``.
     """
     import torch
 
@@ -202,18 +203,18 @@ def select_candidates(pred: Any, thr: Any, allowed: Any, max_nms: int) -> dict[s
     counts = valid.sum(1, dtype=torch.int32).clamp_(max=max_nms)
     key = torch.where(valid, best, torch.full_like(best, -float("inf")))
     order = torch.sort(key, dim=1, descending=True, stable=True).indices
-    return {"best": best, "cls": cls, "counts": counts, "order": order}
+    return Candidates(best, cls, counts, order)
 
 
-def sorted_boxes(pred: Any, sel: dict[str, Any], k: int) -> tuple[Any, Any, Any]:
+def sorted_boxes(pred: Any, sel: Candidates, k: int) -> tuple[Any, Any, Any]:
     """The first ``k`` candidates of ``select_candidates``: boxes Tensor[B, K, 4] xyxy float32 (``x - w / 2``
-    ... as ``postprocess.decode``), scores Tensor[B, K] float32, classes Tensor[B, K] float32."""
+    ... as ``post.host.decode``), scores Tensor[B, K] float32, classes Tensor[B, K] float32."""
     import torch
 
     b = pred.shape[0]
-    idx = sel["order"][:, :k]
-    scores = sel["best"].gather(1, idx)
-    clsf = sel["cls"].gather(1, idx).float()
+    idx = sel.order[:, :k]
+    scores = sel.best.gather(1, idx)
+    clsf = sel.cls.gather(1, idx).float()
     xywh = pred[:, :4].gather(2, idx[:, None, :].expand(b, 4, k)).float()  # [B, 4, K]
     half_w, half_h = xywh[:, 2] / 2, xywh[:, 3] / 2
     boxes = torch.stack(
@@ -234,7 +235,16 @@ def class_offsets_torch(boxes: Any, alive: Any) -> Any:
 
 
 def _bucket_keep(
-    boxes: Any, clsf: Any, n: Any, *, agnostic: bool, t: float, max_det: int, budget: int, scan: str
+    boxes: Any,
+    clsf: Any,
+    n: Any,
+    *,
+    agnostic: bool,
+    t: float,
+    max_det: int,
+    budget: int,
+    scan: str,
+    auto: bool = False,
 ) -> Any:
     """One bucket: boxes Tensor[b, K, 4] sorted by score, clsf Tensor[b, K] classes (float), n Tensor[b]
     candidates per image (positions >= n are padding) -> keep Tensor[b, K] float (1.0 kept, 0.0 not)."""
@@ -247,8 +257,9 @@ def _bucket_keep(
     upper = None
     keep_all = []
     for s in range(0, b, group):
-        over = _overlaps(shifted[s : s + group], t)
-        keep = _triton_keep(over, n[s : s + group], max_det, scan) if scan == "triton" else None
+        part = shifted[s : s + group]
+        over = box_iou_torch(part, part) > t
+        keep = _triton_keep(over, n[s : s + group], max_det, auto) if scan == "triton" else None
         if keep is None:
             if upper is None:
                 upper = torch.ones((k, k), dtype=torch.bool, device=boxes.device).triu_(1)
@@ -259,43 +270,42 @@ def _bucket_keep(
     return keep.float()
 
 
-def _triton_keep(over: Any, n: Any, max_det: int, scan: str) -> Any:
-    """The Triton scan of one group (Tensor[b, K] bool), or None when K is above its limit or, under "auto",
-    the kernel failed here (then reported once and not tried again)."""
-    global TRITON_ERROR
-    from y9deploy.runtime import nms_triton
+def _triton_keep(over: Any, n: Any, max_det: int, auto: bool) -> Any:
+    """The Triton scan of one group (Tensor[b, K] bool), or None when K is above its limit or, chosen
+    automatically, the kernel fails here (the fallback rule: recorded once, the fixed point from then on)."""
+    from y9deploy.post import triton_nms
 
-    if over.shape[1] > nms_triton.MAX_K or TRITON_ERROR is not None:
+    if over.shape[1] > triton_nms.MAX_K:
         return None
     try:
-        return nms_triton.greedy_keep(over, n, max_det)
+        return triton_nms.greedy_keep(over, n, max_det)
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot build here must not stop the Detector
-        if scan != "auto":
+        if not auto:
             raise
-        TRITON_ERROR = f"{type(exc).__name__}: {exc}"
-        warnings.warn(
-            f"the Triton NMS kernel failed on this machine ({TRITON_ERROR}); using the fixed-point NMS.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        record_failure(PostImpl.TORCH_TRITON, exc)
         return None
 
 
-def _overlaps(boxes: Any, t: float) -> Any:
-    """boxes Tensor[b, K, 4] (sorted) -> Tensor[b, K, K] bool ``iou[i, j] > t``, with the float32 IoU formula
-    of ``nms.box_iou``."""
+def box_iou_torch(a: Any, b: Any) -> Any:
+    """IoU of every pair, the torch form of ``post.nms.box_iou`` (same float32 operations in the same order):
+    a Tensor[..., N, 4] xyxy, b Tensor[..., M, 4] xyxy -> Tensor[..., N, M] (leading dims broadcast). A zero
+    union gives NaN, which compares False with any threshold."""
     import torch
 
-    x1, y1, x2, y2 = boxes.unbind(2)
-    area = (x2 - x1) * (y2 - y1)
-    w = torch.minimum(x2[:, :, None], x2[:, None, :]) - torch.maximum(x1[:, :, None], x1[:, None, :])
+    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
+    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
+    w = torch.minimum(a[..., :, None, 2], b[..., None, :, 2]) - torch.maximum(
+        a[..., :, None, 0], b[..., None, :, 0]
+    )
     w.clamp_(min=0)
-    h = torch.minimum(y2[:, :, None], y2[:, None, :]) - torch.maximum(y1[:, :, None], y1[:, None, :])
+    h = torch.minimum(a[..., :, None, 3], b[..., None, :, 3]) - torch.maximum(
+        a[..., :, None, 1], b[..., None, :, 1]
+    )
     h.clamp_(min=0)
     inter = w.mul_(h)
-    union = area[:, :, None] + area[:, None, :]
+    union = area_a[..., :, None] + area_b[..., None, :]
     union -= inter
-    return torch.div(inter, union, out=inter) > t
+    return torch.div(inter, union, out=inter)
 
 
 def _fixed_point(over: Any, alive: Any) -> Any:
@@ -313,9 +323,3 @@ def _fixed_point(over: Any, alive: Any) -> Any:
         if torch.equal(prev, keep):
             break
     return keep
-
-
-def _per_image(pred: Any, **kwargs: Any) -> list[np.ndarray]:
-    from y9deploy.gpu_ops import postprocess_torch
-
-    return [r.cpu().numpy() for r in postprocess_torch(pred, **kwargs)]

@@ -1,0 +1,184 @@
+"""The rules that pick the pre- and post-processing implementations (``pre.choice``, ``post.choice``), called
+with explicit facts for every case of their docstrings, and where the choice is named: ``repr(Detector)``,
+``Detector.choice()``, the benchmark JSON and the doctor report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from y9deploy.post.choice import FALLBACK, PostImpl, choose_post, default_choice, step_down
+from y9deploy.pre.choice import PreImpl, choose_pre
+
+CUDA = dict(device="cuda:0", torch_tensors=True, triton=True)
+
+
+@pytest.mark.parametrize(
+    "kw,want",
+    [
+        (dict(device="cpu", option="auto", torch_cuda=True), PreImpl.HOST),  # CPU ORT on a GPU machine
+        (dict(device="cpu", option="cpu", torch_cuda=False), PreImpl.HOST),
+        (dict(device="cuda:0", option="auto", torch_cuda=False), PreImpl.HOST),  # no torch with CUDA
+        (dict(device="cuda", option="hybrid", torch_cuda=False), PreImpl.HOST),
+        (dict(device="cuda:1", option="auto", torch_cuda=True), PreImpl.HYBRID),
+        (dict(device="cuda:0", option="hybrid", torch_cuda=True), PreImpl.HYBRID),
+        (dict(device="cuda:0", option="gpu", torch_cuda=True), PreImpl.GPU),
+        (dict(device="cuda:0", option="cpu", torch_cuda=True), PreImpl.CPU),
+    ],
+)
+def test_choose_pre(kw, want):
+    assert choose_pre(**kw) is want
+
+
+def test_choose_pre_rejects():
+    with pytest.raises(ValueError, match="preprocess='gpu' needs a CUDA backend.*the CPU"):
+        choose_pre(device="cpu", option="gpu", torch_cuda=True)
+    with pytest.raises(ValueError, match="a CUDA device without torch"):
+        choose_pre(device="cuda:0", option="gpu", torch_cuda=False)
+    with pytest.raises(ValueError, match="preprocess='fast'"):
+        choose_pre(device="cpu", option="fast", torch_cuda=False)
+
+
+@pytest.mark.parametrize(
+    "kw,want",
+    [
+        # rule 1: end-to-end, whatever else
+        (dict(CUDA, end2end=True), PostImpl.END2END),
+        (dict(device="cpu", end2end=True, torch_tensors=False, triton=False), PostImpl.END2END),
+        (dict(CUDA, end2end=True, option="cpu", graphs=True), PostImpl.END2END),
+        # rule 2: the host pipeline (CPU ORT; CUDA without torch), or option "cpu"
+        (dict(device="cpu", end2end=False, torch_tensors=False, triton=True), PostImpl.HOST),
+        (dict(device="cuda:0", end2end=False, torch_tensors=False, triton=True), PostImpl.HOST),
+        (dict(CUDA, end2end=False, option="cpu"), PostImpl.HOST),
+        (dict(CUDA, end2end=False, option="cpu", graphs=True), PostImpl.HOST),
+        # rule 3: graphs required (on CPU tensors: the eager steps)
+        (dict(device="cpu", end2end=False, torch_tensors=True, triton=False, graphs=True), PostImpl.GRAPH),
+        # rule 4: automatic graphs on CUDA with triton
+        (dict(CUDA, end2end=False), PostImpl.GRAPH),
+        (dict(CUDA, end2end=False, option="gpu"), PostImpl.GRAPH),
+        # rule 5: no graphs: the Triton scan on CUDA
+        (dict(CUDA, end2end=False, graphs=False), PostImpl.TORCH_TRITON),
+        # rule 6: triton missing, or CPU tensors
+        (dict(CUDA, end2end=False, triton=False), PostImpl.TORCH),
+        (dict(device="cpu", end2end=False, torch_tensors=True, triton=True), PostImpl.TORCH),
+        (dict(device="cpu", end2end=False, torch_tensors=True, triton=True, graphs=False), PostImpl.TORCH),
+    ],
+)
+def test_choose_post(kw, want):
+    assert choose_post(**kw) is want
+
+
+def test_choose_post_rejects_an_unknown_option():
+    with pytest.raises(ValueError, match="postprocess='fast'"):
+        choose_post(device="cpu", end2end=False, option="fast", torch_tensors=False, triton=False)
+
+
+def test_fallback_chain():
+    assert FALLBACK == (PostImpl.GRAPH, PostImpl.TORCH_TRITON, PostImpl.TORCH, PostImpl.HOST)
+    assert [step_down(i) for i in FALLBACK] == [
+        PostImpl.TORCH_TRITON,
+        PostImpl.TORCH,
+        PostImpl.HOST,
+        PostImpl.HOST,
+    ]
+    assert step_down(PostImpl.END2END) is PostImpl.END2END
+
+
+def test_a_recorded_failure_is_skipped_from_then_on():
+    """In a fresh process (the record is process-wide): one warning per implementation, the next one down
+    returned, and the rule skips what failed."""
+    code = (
+        "import warnings\n"
+        "from y9deploy.post.choice import PostImpl, choose_post, failure, record_failure\n"
+        "kw = dict(device='cuda', end2end=False, torch_tensors=True, triton=True)\n"
+        "assert choose_post(**kw) is PostImpl.GRAPH and failure(PostImpl.GRAPH) is None\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    assert record_failure(PostImpl.GRAPH, RuntimeError('no ptxas')) is PostImpl.TORCH_TRITON\n"
+        "    record_failure(PostImpl.GRAPH, RuntimeError('again'))\n"
+        "assert len(w) == 1 and 'no ptxas' in str(w[0].message), [str(x.message) for x in w]\n"
+        "assert failure(PostImpl.GRAPH) == 'RuntimeError: no ptxas'\n"
+        "assert choose_post(**kw) is PostImpl.TORCH_TRITON\n"
+        "assert choose_post(**kw, graphs=True) is PostImpl.GRAPH  # required: not skipped\n"
+        "record_failure(PostImpl.TORCH_TRITON, RuntimeError('x'))\n"
+        "assert choose_post(**kw) is PostImpl.TORCH\n"
+        "print('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
+def test_default_choice_for_the_doctor():
+    assert default_choice(torch_cuda=False, triton=False) == ("cpu", "host", "host")
+    assert default_choice(torch_cuda=False, triton=True) == ("cpu", "host", "host")
+    assert default_choice(torch_cuda=True, triton=False) == ("cuda", "hybrid", "torch")
+    assert default_choice(torch_cuda=True, triton=True) == ("cuda", "hybrid", "graph")
+
+
+def test_doctor_report_names_the_choice():
+    from y9deploy.doctor import diagnose, report_dict
+    from y9deploy.post.choice import probe
+
+    report = diagnose()
+    facts = probe()
+    want = default_choice(torch_cuda=report.torch_sees_gpu, triton=report.triton is not None)
+    assert (report.device, report.preprocess, report.postprocess) == want
+    if not facts.torch_cuda:
+        assert want == ("cpu", "host", "host")
+    d = report_dict(report)
+    assert d["preprocess"] == report.preprocess and d["postprocess"] == report.postprocess
+
+
+def test_detector_names_its_choice(embedded_pt):
+    """repr, choice() and the benchmark JSON name what runs: the host pipeline on the CPU, and the torch
+    pipeline set explicitly on CPU tensors (its post-processing by the rule: torch, or graph when required)."""
+    pytest.importorskip("torch")
+    from y9deploy import Detector
+    from y9deploy.bench import BenchmarkResult, benchmark, synthetic_frame
+    from y9deploy.runtime.gpu_pipeline import GpuPipeline
+
+    frame = synthetic_frame(90, 160)
+    with Detector(embedded_pt, imgsz=128, device="cpu") as det:
+        assert det.choice() == {"preprocess": "host", "postprocess": "host"}
+        assert "preprocess=host, postprocess=host" in repr(det)
+        host = det.predict(frame, conf=0.01)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=1)
+        assert det.choice() == {"preprocess": "cpu", "postprocess": "torch"}
+        assert "preprocess=cpu, postprocess=torch" in repr(det)
+        got = det.predict(frame, conf=0.01)
+        np.testing.assert_array_equal(got.xyxy, host.xyxy)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", post="cpu", workers=1)
+        assert det.choice() == {"preprocess": "hybrid", "postprocess": "host"}
+        with pytest.raises(TypeError, match="expected an object with run, run_stream"):
+            det.pipeline = object()
+    res = benchmark(embedded_pt, iters=1, warmup=0, frames=[frame], device="cpu", imgsz=128)
+    case = res.cases[0]
+    assert (case.pre_impl, case.post_impl, case.preprocess) == ("host", "host", "cpu")
+    back = BenchmarkResult.from_dict(res.to_dict())
+    assert back.cases[0].post_impl == "host"
+
+
+def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
+    """The fallback rule for work an implementation cannot take: the torch implementation gets numpy outputs
+    (a backend that returned arrays) and hands them to the host one; both give the host's rows."""
+    torch = pytest.importorskip("torch")
+    from tests.deploy.test_postprocess import random_prediction
+    from y9deploy.post.runner import PostRunner
+    from y9deploy.postprocess import postprocess
+    from y9deploy.runtime.options import PredictOptions, resolve_options
+
+    pred = random_prediction(np.random.default_rng(4), 2, 3, 300, ties=True)
+    opts = resolve_options(PredictOptions(), {"conf": 0.3}, nc=3, end2end=False)
+    runner = PostRunner(PostImpl.TORCH, nc=3, names=["a", "b", "c"], device=torch.device("cpu"))
+    want = postprocess(pred, conf=0.3)
+    assert sum(len(w) for w in want) > 5
+    for outputs in ({"output0": pred}, {"output0": torch.from_numpy(pred)}):
+        got = runner.submit(outputs, 2, opts).rows()
+        for x, y in zip(got, want, strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert runner.impl is PostImpl.TORCH  # work it could not take does not change the choice

@@ -1,0 +1,61 @@
+"""The protocol the Detector's pipelines implement (``HostPipeline``, ``GpuPipeline``), and the stage timer.
+
+A pipeline runs a batch (``run``) or a stream of batches (``run_stream``) of checked frames through its
+backend and returns Detections; ``pre`` and ``post`` name the implementations it uses (``pre.choice``,
+``post.choice``). A stage timer is any object with ``mark(stage)``: the pipeline calls ``mark("start")``, then
+``mark("pre")``, ``mark("infer")`` and ``mark("post")`` at each stage's end (``y9deploy.stage_timer.StageTimer``
+records them; ``NULL_TIMER`` does nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+PRE, INFER, POST = "pre", "infer", "post"
+
+#: ``(frames, padded, tag)``: frames (list of ndarray[H, W, 3] uint8 BGR), the batch the model is called with
+#: (>= len(frames)) and any value handed back with the chunk's results.
+Chunk = tuple[list[np.ndarray], int, Any]
+
+
+class NullTimer:
+    """The stage timer used outside benchmarks: does nothing."""
+
+    def mark(self, stage: str) -> None:
+        pass
+
+
+NULL_TIMER = NullTimer()
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """Frames -> Detections through one backend.
+
+    Attributes:
+        pre: the pre-processing implementation (``pre.choice.PreImpl``).
+        post: the post-processing implementation in use (``post.choice.PostImpl``; it may step down the
+            fallback chain while running).
+        cuda: the stages run on a CUDA device (timers then record CUDA events).
+    """
+
+    pre: Any
+    post: Any
+    cuda: bool
+
+    def run(self, frames: list[np.ndarray], padded: int, opts: Any, timer: Any = NULL_TIMER) -> list[Any]:
+        """One chunk: frames -> one Detections per frame (``padded``: the batch the model is called with)."""
+        ...
+
+    def run_stream(
+        self, chunks: Iterator[Chunk], opts: Any, timer: Any = NULL_TIMER
+    ) -> Iterator[tuple[list[Any], Any]]:
+        """Chunks -> ``(Detections per frame, tag)`` per chunk, in order."""
+        ...
+
+    def close(self) -> None:
+        """Free buffers and threads; idempotent."""
+        ...
