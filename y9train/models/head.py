@@ -121,6 +121,19 @@ class _Decoder(nn.Module):
         return self._anchors
 
     def decode(self, feats: list[torch.Tensor], dfl: DFL) -> torch.Tensor:
+        """Raw maps -> ``Tensor[B, 4 + nc, A]`` (boxes xywh in pixels, class probabilities).
+
+        Under autocast (mixed-precision validation) the decode runs in float32 on the maps cast up: bfloat16 holds
+        pixel coordinates in steps of 2 px between 256 and 512 and 4 px up to 1024, which moves box corners far
+        enough to cost points of mAP50-95 on small objects. Without autocast it runs in the maps' own dtype (an
+        exported graph is unchanged)."""
+        device_type = feats[0].device.type
+        if torch.is_autocast_enabled(device_type):
+            with torch.autocast(device_type, enabled=False):
+                return self._decode([f.float() for f in feats], dfl)
+        return self._decode(feats, dfl)
+
+    def _decode(self, feats: list[torch.Tensor], dfl: DFL) -> torch.Tensor:
         points, strides = self.anchors_for(feats)
         b = feats[0].shape[0]
         x = torch.cat([f.view(b, self.no, -1) for f in feats], 2)
