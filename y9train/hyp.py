@@ -176,6 +176,7 @@ class TrainConfig:
     amp: str = "auto"
     channels_last: bool | None = None
     compile: bool = False
+    cuda_graph: bool = False  # replay the network's forward/backward as CUDA graphs (y9train.graphed_network)
     grad_checkpointing: bool = False
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False

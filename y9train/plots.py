@@ -55,3 +55,17 @@ def plot_results(csv_path: str | Path, png_path: str | Path | None = None, *, dp
     png_path = Path(png_path) if png_path is not None else csv_path.with_suffix(".png")
     fig.savefig(png_path)
     return fig
+
+
+def plot_run(save_dir: Path | None, has_history: bool, reporter) -> None:
+    """results.png from a run's results.csv; optional, so it never hides the error that ended a run (a missing
+    matplotlib or an unwritable folder is reported through ``reporter``, not raised)."""
+    csv_path = save_dir / "results.csv" if save_dir is not None else None
+    if csv_path is None or not has_history or not csv_path.is_file():
+        return
+    try:
+        plot_results(csv_path, save_dir / "results.png")
+    except ImportError as exc:
+        reporter.info(f"no plots: {exc.name or 'matplotlib'} is not installed")
+    except OSError as exc:
+        reporter.warn(f"no plots: {exc}")

@@ -22,7 +22,8 @@ from typing import Any
 from y9core.errors import Y9Error
 from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
 from y9train.train_args import parser, summary, train_kwargs
-from y9train.trainer import Trainer, TrainResult
+from y9train.train_result import TrainResult
+from y9train.trainer import Trainer
 
 DEFAULT_MODEL = "gelan-s"
 #: settings a resumed run keeps from its last.pt: giving them with --resume is refused

@@ -12,6 +12,8 @@ EMA model is validated, ``last.pt`` (EMA weights + the full training state) and,
 are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
 fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
 A distributed wrapper plugs in through ``TrainHooks`` (``y9train.hooks``) without touching this file.
+``cuda_graph=true`` replays the network's forward and backward as CUDA graphs at the first full batch's shape
+(``y9train.graphed_network``: when it applies, and what it changes).
 """
 
 from __future__ import annotations
@@ -21,47 +23,23 @@ import math
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from y9train.ema import ModelEMA
+from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_optimizer, warmup_iters
+from y9train.plots import plot_run
 from y9train.reporting import Reporter, StepLog, write_results_csv
 from y9train.step_timer import StepTimer
+from y9train.train_result import TrainResult
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, save_run
 
 _NAN = float("nan")
-
-
-@dataclass
-class TrainResult:
-    """Outcome of ``Trainer.fit``.
-
-    Attributes:
-        save_dir: the run folder; last / best: checkpoint paths (None when not written).
-        best_fitness / best_epoch: best 0.1 mAP50 + 0.9 mAP50-95 and its epoch (1-based; 0 when none).
-        epochs_run: finished epochs (including those before a resume); epochs: the planned number.
-        steps: optimiser steps; stopped_early: patience ran out.
-        history: one dict per finished epoch (the rows of results.csv).
-        profile: per-batch phase times in ms (``config.profile``), else empty.
-    """
-
-    save_dir: Path | None
-    last: Path | None
-    best: Path | None
-    best_fitness: float
-    best_epoch: int
-    epochs_run: int
-    epochs: int
-    steps: int
-    stopped_early: bool
-    history: list[dict[str, Any]] = field(default_factory=list)
-    profile: list[dict[str, float]] = field(default_factory=list)
 
 
 class Trainer:
@@ -190,7 +168,11 @@ class Trainer:
         self.accumulate = self.accumulation.full
         self.lr_control = LRController(self.optimizer, hyp, cfg.epochs, self.nb)
         net = torch.compile(self.model) if cfg.compile else self.model
-        self.train_model = hooks.wrap_model(net)
+        self.graphed = graphed_network(
+            self.model, self.params, self.device, requested=cfg.cuda_graph, compile=cfg.compile,
+            grad_checkpointing=cfg.grad_checkpointing, distributed=hooks.world_size > 1, report=self.reporter.info,
+        )  # fmt: skip
+        self.train_model = self.graphed or hooks.wrap_model(net)
         self.timer = StepTimer(self.device, enabled=cfg.profile)
 
         self.save_dir = None
@@ -236,7 +218,7 @@ class Trainer:
             pass
         finally:
             self.reporter.close()
-            self._plot()
+            plot_run(self.save_dir, bool(self.history), self.reporter)
         self._fire("on_train_end")
         return self.result(stopped)
 
@@ -268,7 +250,11 @@ class Trainer:
         sums = torch.zeros(4, device=dev)  # box, cls, dfl, grad norm (summed over optimiser steps)
         buf = torch.full((interval, 4), _NAN, device=dev)  # per batch: grad norm, box, cls, dfl
         host_rows: list[list] = []
-        autocast = torch.autocast(dev.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+        autocast = (  # a CUDA-graph capture needs autocast without its cast cache
+            torch.autocast(dev.type, dtype=self.amp_dtype, cache_enabled=self.graphed is None)
+            if self.amp_dtype
+            else nullcontext()
+        )
         self.reporter.epoch_start(epoch, cfg.epochs, nb)
         t_start, images, n_steps, lr = time.perf_counter(), 0, 0, _NAN
         loader = iter(self.train_loader)
@@ -306,7 +292,7 @@ class Trainer:
                 n_steps += 1
                 self.last_opt_step = ni
             elif i == nb - 1:  # epoch_end: drop: the pending gradients do not reach the next epoch
-                self.optimizer.zero_grad(set_to_none=True)
+                self.optimizer.zero_grad(set_to_none=self.graphed is None)
             self.last_parts = parts
             host_rows.append([ni, epoch + 1, i, self.step, lr])
             self.iteration += 1
@@ -347,7 +333,7 @@ class Trainer:
             self.scaler.update()
         else:
             self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=self.graphed is None)  # graphs: .grad is zeroed in place
         self.timer.mark("optimizer")
         self.ema.update(self.model)
         self.timer.mark("ema")
@@ -406,17 +392,3 @@ class Trainer:
         patience = self.config.hyp.patience
         stop = bool(self.config.val and patience > 0 and epoch - self.best_epoch >= patience)
         return self.hooks.broadcast_stop(stop)
-
-    def _plot(self) -> None:
-        """results.png from results.csv; optional, so it never hides the error that ended a run."""
-        csv_path = self.save_dir / "results.csv" if self.save_dir is not None else None
-        if csv_path is None or not self.history or not csv_path.is_file():
-            return
-        try:
-            from y9train.plots import plot_results
-
-            plot_results(csv_path, self.save_dir / "results.png")
-        except ImportError as exc:
-            self.reporter.info(f"no plots: {exc.name or 'matplotlib'} is not installed")
-        except OSError as exc:
-            self.reporter.warn(f"no plots: {exc}")

@@ -1,0 +1,47 @@
+"""CUDA graphs for training (``cuda_graph=true``): when they apply, and that a run where they do not is the eager run.
+
+The graphed replay itself needs a GPU (benchmarks/bench_train_gpu.py --cuda-graph measures it there); on this CPU
+box the tests hold the rule that decides, and that asking for graphs where they do not apply changes nothing but
+one report line.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
+from y9train.graphed_network import GraphedNetwork, graphed_network
+from y9train.trainer import Trainer
+
+
+def test_the_rule_names_why_graphs_do_not_apply():
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    flags = {"compile": False, "grad_checkpointing": False, "distributed": False}
+    assert GraphedNetwork.applies(cuda, **flags) is None
+    assert "CUDA device" in GraphedNetwork.applies(cpu, **flags)
+    assert "torch.compile" in GraphedNetwork.applies(cuda, **{**flags, "compile": True})
+    assert "checkpointing" in GraphedNetwork.applies(cuda, **{**flags, "grad_checkpointing": True})
+    assert "distributed" in GraphedNetwork.applies(cuda, **{**flags, "distributed": True})
+
+
+def test_not_requested_means_no_wrapper_and_no_report():
+    said: list[str] = []
+    net = torch.nn.Linear(2, 2)
+    kw = {"compile": False, "grad_checkpointing": False, "distributed": False, "report": said.append}
+    assert graphed_network(net, list(net.parameters()), torch.device("cuda"), requested=False, **kw) is None
+    assert said == []
+    assert graphed_network(net, list(net.parameters()), torch.device("cpu"), requested=True, **kw) is None
+    assert len(said) == 1 and "eagerly" in said[0]
+
+
+def test_cuda_graph_on_cpu_trains_exactly_like_the_eager_run(tmp_path):
+    data = coco_pair(tmp_path)
+    runs = []
+    for name, graph in (("eager", False), ("graph", True)):
+        trainer = Trainer(tiny_config(data, tmp_path, name=name, cuda_graph=graph, device="cpu", save=False))
+        result = trainer.fit()
+        assert trainer.graphed is None  # the rule said no: the eager module trained
+        runs.append((without_timing(result.history), trainer.model.state_dict()))
+    assert runs[0][0] == runs[1][0]
+    for k, v in runs[0][1].items():
+        torch.testing.assert_close(runs[1][1][k], v, rtol=0, atol=0, msg=k)

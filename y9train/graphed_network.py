@@ -1,0 +1,114 @@
+"""The training network's forward and backward replayed as CUDA graphs (``TrainConfig.cuda_graph``).
+
+A yolov9-s step at batch 32 issues about 7,300 kernels; the host issuing them, not the GPU running them, sets the
+step time (docs/benchmarks.md). ``torch.cuda.make_graphed_callables`` records the network's forward and its backward
+once, at the batch shape of the first full batch, and afterwards replays each with one launch. The rules:
+- only on CUDA, one process, no ``torch.compile``, no gradient checkpointing (``GraphedNetwork.applies`` says why
+  not, as one sentence, and the trainer runs eagerly);
+- a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
+  use the same parameters and BatchNorm buffers;
+- the capture's warm-up runs the first batch's forward and backward three times on a side stream (BatchNorm running
+  statistics see that batch three more times; gradients are not accumulated);
+- the parameters' ``.grad`` tensors are allocated once before the first replay and zeroed in place between
+  optimiser steps (``zero_grad(set_to_none=False)``): a graph's gradient outputs are static buffers that the next
+  replay overwrites, so they must be added into ``.grad``, never become it;
+- a capture that fails is reported once and the run continues eagerly.
+Autocast must not cache casts while capturing: the trainer opens its autocast with ``cache_enabled=False`` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+class GraphedNetwork:
+    """``net(imgs) -> train-mode outputs``: CUDA-graph replay at the captured shape, the eager module otherwise.
+
+    Attributes:
+        module: the eager module (its parameters are the ones the graphs read and write).
+        shape: the captured input shape, None before the first call or when the capture failed.
+        failed: the reason the capture failed (the run is eager), else None.
+        replays / eager_calls: how many batches took each path.
+    """
+
+    def __init__(self, module: nn.Module, params: list[torch.Tensor], report: Callable[[str], None] = print):
+        self.module = module
+        self.params = params
+        self.report = report
+        self.shape: tuple[int, ...] | None = None
+        self.failed: str | None = None
+        self.replays = self.eager_calls = 0
+        self._graphed: Callable | None = None
+
+    @staticmethod
+    def applies(
+        device: torch.device, *, compile: bool, grad_checkpointing: bool, distributed: bool
+    ) -> str | None:
+        """None when CUDA graphs can be used for this run, else the reason they are not (one sentence)."""
+        if device.type != "cuda":
+            return f"cuda_graph needs a CUDA device; this run trains on {device.type}, eagerly."
+        if compile:
+            return "cuda_graph and compile exclude each other; this run uses torch.compile."
+        if grad_checkpointing:
+            return "cuda_graph does not capture gradient checkpointing; this run trains eagerly."
+        if distributed:
+            return "cuda_graph is not used with distributed training; this run trains eagerly."
+        return None
+
+    def __call__(self, imgs: torch.Tensor):
+        if self._graphed is None and self.failed is None:
+            self._capture(imgs)
+        if self._graphed is not None and tuple(imgs.shape) == self.shape:
+            self.replays += 1
+            return self._graphed(imgs)
+        self.eager_calls += 1
+        return self.module(imgs)
+
+    def _capture(self, imgs: torch.Tensor) -> None:
+        try:
+            torch.cuda.make_graphed_callables(
+                self.module, (imgs,), num_warmup_iters=3, allow_unused_input=True
+            )
+            # It installs the graphed forward on the module instance; take it off again so that the module stays
+            # eager (other shapes, deep copies, checkpoints) and keep the graphed one here.
+            graphed = self.module.__dict__.pop("forward", None)
+            if graphed is None:
+                raise RuntimeError("make_graphed_callables installed no graphed forward on the module")
+        except (RuntimeError, TypeError, ValueError) as exc:
+            self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            self.report(f"cuda_graph: the capture failed ({self.failed}); training continues eagerly.")
+            torch.cuda.synchronize()
+            return
+        for p in self.params:  # gradients are added into these, never aliased to the graph's static outputs
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        self._graphed = graphed
+        self.shape = tuple(imgs.shape)
+        self.report(f"cuda_graph: forward and backward captured at input {list(self.shape)}")
+
+
+def graphed_network(
+    model: nn.Module,
+    params: list[torch.Tensor],
+    device: torch.device,
+    *,
+    requested: bool,
+    compile: bool,
+    grad_checkpointing: bool,
+    distributed: bool,
+    report: Callable[[str], None],
+) -> GraphedNetwork | None:
+    """The trainer's one decision: a ``GraphedNetwork`` when ``cuda_graph`` is requested and applies, else None
+    (the reason it does not apply is reported)."""
+    if not requested:
+        return None
+    why = GraphedNetwork.applies(
+        device, compile=compile, grad_checkpointing=grad_checkpointing, distributed=distributed
+    )
+    if why is not None:
+        report(why)
+        return None
+    return GraphedNetwork(model, params, report)

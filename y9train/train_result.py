@@ -1,0 +1,33 @@
+"""``TrainResult``: what ``Trainer.fit`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class TrainResult:
+    """Outcome of ``Trainer.fit``.
+
+    Attributes:
+        save_dir: the run folder; last / best: checkpoint paths (None when not written).
+        best_fitness / best_epoch: best 0.1 mAP50 + 0.9 mAP50-95 and its epoch (1-based; 0 when none).
+        epochs_run: finished epochs (including those before a resume); epochs: the planned number.
+        steps: optimiser steps; stopped_early: patience ran out.
+        history: one dict per finished epoch (the rows of results.csv).
+        profile: per-batch phase times in ms (``config.profile``), else empty.
+    """
+
+    save_dir: Path | None
+    last: Path | None
+    best: Path | None
+    best_fitness: float
+    best_epoch: int
+    epochs_run: int
+    epochs: int
+    steps: int
+    stopped_early: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+    profile: list[dict[str, float]] = field(default_factory=list)
