@@ -39,7 +39,8 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    from bench_detector_gpu import fixture_like_weights, pick_conf, reestimate_bn  # beside this script
+    from bench_detector_gpu import pick_conf  # beside this script
+    from random_weights import fixture_like_weights, reestimate_bn
 
     from y9deploy import Detector
     from y9deploy.bench import synthetic_frame
