@@ -128,7 +128,7 @@ class _Decoder(nn.Module):
         enough to cost points of mAP50-95 on small objects. Without autocast it runs in the maps' own dtype (an
         exported graph is unchanged)."""
         device_type = feats[0].device.type
-        if torch.is_autocast_enabled(device_type):
+        if device_type in ("cuda", "cpu") and torch.is_autocast_enabled(device_type):  # (meta: no autocast)
             with torch.autocast(device_type, enabled=False):
                 return self._decode([f.float() for f in feats], dfl)
         return self._decode(feats, dfl)
