@@ -80,7 +80,6 @@ class GraphedNetwork:
         except (RuntimeError, TypeError, ValueError) as exc:
             self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             self.report(f"cuda_graph: the capture failed ({self.failed}); training continues eagerly.")
-            torch.cuda.synchronize()
             return
         for p in self.params:  # gradients are added into these, never aliased to the graph's static outputs
             if p.grad is None:
