@@ -127,7 +127,9 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         "per_epoch_map50_95": [h.get("metrics/map50_95") for h in hist],
         "img_s_median": statistics.median(h["img_s"] for h in hist) if hist else None,
         "hyp": config.hyp.to_dict(),
-    }
+        "overrides": overrides,
+        "amp": config.amp, "compile": config.compile, "cuda_graph": config.cuda_graph, "cache": config.cache,
+    }  # fmt: skip
     return load_checkpoint(result.last), wall, extra
 
 
