@@ -77,7 +77,7 @@ class GraphedNetwork:
             graphed = self.module.__dict__.pop("forward", None)
             if graphed is None:
                 raise RuntimeError("make_graphed_callables installed no graphed forward on the module")
-        except (RuntimeError, TypeError, ValueError) as exc:
+        except (RuntimeError, TypeError, ValueError, AssertionError) as exc:  # its checks are asserts
             self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             self.report(f"cuda_graph: the capture failed ({self.failed}); training continues eagerly.")
             return
