@@ -57,7 +57,13 @@ def make_split(data_yaml: Path, out: Path, every: int = 5) -> Path:
     (out / "eval.txt").write_text("".join(f"{p}\n" for p in evals))
     names = cfg["names"]
     names = {i: n for i, n in enumerate(names)} if isinstance(names, list) else names
-    split = {"path": str(out.resolve()), "train": "train.txt", "val": "eval.txt", "nc": cfg["nc"], "names": names}
+    split = {
+        "path": str(out.resolve()),
+        "train": "train.txt",
+        "val": "eval.txt",
+        "nc": cfg["nc"],
+        "names": names,
+    }
     (out / "data.yaml").write_text(yaml.safe_dump(split, sort_keys=False))
     print(f"{out / 'data.yaml'}: {len(trains)} train, {len(evals)} eval images (every {every}th of {folder})")
     return out / "data.yaml"
@@ -120,7 +126,12 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         overrides.setdefault("close_mosaic", str(args.close_mosaic))
     config = apply_overrides(config, overrides, "--set")
     t0 = time.perf_counter()
-    result = Trainer(config).fit()
+    callbacks = {}
+    if args.diagnose:
+        from epoch_diagnostics import EpochDiagnostics
+
+        callbacks["on_epoch_end"] = [EpochDiagnostics(out / "diag.csv")]
+    result = Trainer(config, callbacks=callbacks).fit()
     wall = time.perf_counter() - t0
     hist = result.history
     extra = {
@@ -277,12 +288,22 @@ def main(argv: list[str] | None = None) -> None:
     rp.add_argument("--imgsz", type=int, default=640)
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--workers", type=int, default=8)
-    rp.add_argument("--close-mosaic", type=int, default=10, help="mosaic off for the last N epochs (all trainers)")
-    rp.add_argument("--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)")
+    rp.add_argument(
+        "--close-mosaic", type=int, default=10, help="mosaic off for the last N epochs (all trainers)"
+    )
+    rp.add_argument(
+        "--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)"
+    )
     rp.add_argument("--official-dir", help="source tree of the official YOLOv9 code (--reference official)")
     rp.add_argument("--hyp", help="y9: hyperparameter recipe name or YAML file (default: y9's defaults)")
     rp.add_argument("--set", nargs="*", default=[], help="y9: key=value overrides of the recipe")
     rp.add_argument("--cache", default="ram", help="y9: image cache (ram | disk | none)")
+    rp.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="y9: after each epoch also score the raw model and the EMA with re-estimated BatchNorm "
+        "statistics (benchmarks/epoch_diagnostics.py) into RUN/diag.csv",
+    )
     rp.add_argument("--label", default="", help="a name for this configuration in the table")
     tp = sub.add_parser("table", help="markdown table of result.json files (mean and spread over seeds)")
     tp.add_argument("results", nargs="+")
