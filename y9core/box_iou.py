@@ -52,12 +52,12 @@ def box_iou(
         a = a.astype(np.float64)
     if b.dtype.kind != "f":
         b = b.astype(np.float64)
+    if a.ndim == b.ndim == 1:  # one pair: on arrays of one pair (the operations in place need arrays)
+        one = [None if x is None else np.reshape(x, 1) for x in (area_a, area_b)]
+        return box_iou(a[None], b[None], eps=eps, area_a=one[0], area_b=one[1], zero_empty=zero_empty)[0]
     area_a = box_area(a) if area_a is None else area_a
     area_b = box_area(b) if area_b is None else area_b
     w = np.minimum(a[..., 2], b[..., 2])
-    scalar = w.ndim == 0
-    if scalar:  # one pair: work on arrays of one element (in-place operations need arrays)
-        w = w.reshape(1)
     w -= np.maximum(a[..., 0], b[..., 0])
     np.maximum(w, 0, out=w)
     h = np.minimum(a[..., 3], b[..., 3])
@@ -76,7 +76,7 @@ def box_iou(
         iou = np.divide(inter, union, out=inter)
     if empty is not None:
         iou[empty] = 0
-    return iou.reshape(()) if scalar else iou
+    return iou
 
 
 def box_iou_matrix(a: np.ndarray, b: np.ndarray, *, eps: float = 0.0, zero_empty: bool = False) -> np.ndarray:
