@@ -47,25 +47,46 @@ def box_iou(
             ``box_area`` (pycocotools' ``w * h`` of xywh boxes, whose corners ``x + w`` the caller passes).
         zero_empty: IoU 0 wherever the intersection is not positive, whatever the union (pycocotools).
     """
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind != "f":
-        a = a.astype(np.float64)
-    if b.dtype.kind != "f":
-        b = b.astype(np.float64)
+    a, b = _floats(a), _floats(b)
     if a.ndim == b.ndim == 1:  # one pair: on arrays of one pair (the operations in place need arrays)
         one = [None if x is None else np.reshape(x, 1) for x in (area_a, area_b)]
-        return box_iou(a[None], b[None], eps=eps, area_a=one[0], area_b=one[1], zero_empty=zero_empty)[0]
-    area_a = box_area(a) if area_a is None else area_a
-    area_b = box_area(b) if area_b is None else area_b
-    w = np.minimum(a[..., 2], b[..., 2])
-    w -= np.maximum(a[..., 0], b[..., 0])
+        return _iou(a[None], b[None], eps, one[0], one[1], zero_empty)[0]
+    return _iou(a, b, eps, area_a, area_b, zero_empty)
+
+
+def box_iou_matrix(a: np.ndarray, b: np.ndarray, *, eps: float = 0.0, zero_empty: bool = False) -> np.ndarray:
+    """IoU of every pair: a (ndarray[..., N, 4] xyxy), b (ndarray[..., M, 4] xyxy) -> ndarray[..., N, M];
+    ``box_iou`` (same ``eps`` and ``zero_empty``) on ``a[..., :, None, :]`` and ``b[..., None, :, :]``."""
+    if type(a) is not np.ndarray or a.dtype.kind != "f":
+        a = _floats(a)
+    if type(b) is not np.ndarray or b.dtype.kind != "f":
+        b = _floats(b)
+    return _iou(a[..., :, None, :], b[..., None, :, :], eps, None, None, zero_empty)
+
+
+def _floats(x: np.ndarray) -> np.ndarray:
+    """x as an ndarray of floats (integers: float64)."""
+    x = x if type(x) is np.ndarray else np.asarray(x)
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
+
+
+def _iou(a: np.ndarray, b: np.ndarray, eps: float, area_a, area_b, zero_empty: bool) -> np.ndarray:
+    """``box_iou`` of checked arrays (the hot path of the host NMS: each column read once)."""
+    ax1, ay1, ax2, ay2 = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bx1, by1, bx2, by2 = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    if area_a is None:
+        area_a = (ax2 - ax1) * (ay2 - ay1)
+    if area_b is None:
+        area_b = (bx2 - bx1) * (by2 - by1)
+    w = np.minimum(ax2, bx2)
+    w -= np.maximum(ax1, bx1)
     np.maximum(w, 0, out=w)
-    h = np.minimum(a[..., 3], b[..., 3])
-    h -= np.maximum(a[..., 1], b[..., 1])
+    h = np.minimum(ay2, by2)
+    h -= np.maximum(ay1, by1)
     np.maximum(h, 0, out=h)
     inter = np.multiply(w, h, out=w)
     union = np.add(area_a, area_b)
-    if np.shape(union) == inter.shape:
+    if union.shape == inter.shape:
         union -= inter
     else:  # areas given with fewer axes than the pairs
         union = union - inter
@@ -77,10 +98,3 @@ def box_iou(
     if empty is not None:
         iou[empty] = 0
     return iou
-
-
-def box_iou_matrix(a: np.ndarray, b: np.ndarray, *, eps: float = 0.0, zero_empty: bool = False) -> np.ndarray:
-    """IoU of every pair: a (ndarray[..., N, 4] xyxy), b (ndarray[..., M, 4] xyxy) -> ndarray[..., N, M];
-    ``box_iou`` (same ``eps`` and ``zero_empty``) on ``a[..., :, None, :]`` and ``b[..., None, :, :]``."""
-    a, b = np.asarray(a), np.asarray(b)
-    return box_iou(a[..., :, None, :], b[..., None, :, :], eps=eps, zero_empty=zero_empty)
