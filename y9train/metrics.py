@@ -30,6 +30,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from y9core.box_iou import box_iou
+
 __all__ = ["evaluate", "fitness", "match_at_iou"]
 
 _logger = logging.getLogger(__name__)
@@ -77,14 +79,10 @@ def _keep_top_per_image_class(
     return keep
 
 
-def _coco_iou(d: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """IoU of paired boxes the way pycocotools computes it (xywh, corners as x + w). ``d, g (ndarray[K, 4])``."""
-    w = np.minimum(d[:, 0] + d[:, 2], g[:, 0] + g[:, 2]) - np.maximum(d[:, 0], g[:, 0])
-    h = np.minimum(d[:, 1] + d[:, 3], g[:, 1] + g[:, 3]) - np.maximum(d[:, 1], g[:, 1])
-    inter = np.where((w > 0) & (h > 0), w * h, 0.0)
-    union = d[:, 2] * d[:, 3] + g[:, 2] * g[:, 3] - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(inter > 0, inter / union, 0.0)
+def _coco_corners(xywh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """xywh (ndarray[K, 4]) -> (ndarray[K, 4] corners ``(x, y, x + w, y + h)``, ndarray[K] areas ``w * h``):
+    pycocotools' arithmetic, for ``y9core.box_iou`` (whose IoU of them, with ``zero_empty``, is pycocotools')."""
+    return np.c_[xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], xywh[:, 2] * xywh[:, 3]
 
 
 def match_at_iou(
@@ -111,7 +109,9 @@ def match_at_iou(
     if len(d_key) == 0 or len(g_key) == 0:
         return tp
     g_order = np.argsort(g_key, kind="stable")
-    g_key_s, g_box_s = g_key[g_order], g_xywh[g_order]
+    g_key_s = g_key[g_order]
+    d_box, d_area = _coco_corners(d_xywh)
+    g_box, g_area = _coco_corners(g_xywh[g_order])
     uniq, g_start, g_count = np.unique(g_key_s, return_index=True, return_counts=True)
     pos = np.searchsorted(uniq, d_key)
     has_gt = (pos < len(uniq)) & (uniq[np.minimum(pos, len(uniq) - 1)] == d_key)
@@ -128,7 +128,8 @@ def match_at_iou(
         n = d_count[sel]
         det = np.repeat(sel, n)  # one row per (detection, candidate ground truth) pair
         gt = np.repeat(d_start[sel] - np.r_[0, np.cumsum(n)[:-1]], n) + np.arange(n.sum())
-        iou = _coco_iou(d_xywh[d_idx[det]], g_box_s[gt])
+        dd = d_idx[det]
+        iou = box_iou(d_box[dd], g_box[gt], area_a=d_area[dd], area_b=g_area[gt], zero_empty=True)
         ok = (iou >= thr) & ~matched[gt]
         val = np.where(ok, iou, -1.0)
         seg = np.r_[0, np.cumsum(n)[:-1]]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.box_iou import box_area, box_iou
 from y9deploy.detections import Detections
 from y9deploy.nms import batched_nms
 
@@ -108,14 +109,13 @@ def _ios_suppress(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, th
 
 
 def _overlaps(box: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(IoU, intersection over the smaller box) of ``box`` [4] with each of ``others`` [K, 4]."""
+    """(IoU (``y9core.box_iou``), intersection over the smaller box) of ``box`` [4] with each of ``others`` [K, 4]."""
     iw = np.minimum(others[:, 2], box[2]) - np.maximum(others[:, 0], box[0])
     ih = np.minimum(others[:, 3], box[3]) - np.maximum(others[:, 1], box[1])
     inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    a = (box[2] - box[0]) * (box[3] - box[1])
-    b = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
+    smaller = np.minimum(box_area(box), box_area(others))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return inter / (a + b - inter), inter / np.minimum(a, b)
+        return box_iou(box, others), inter / smaller
 
 
 def greedy_nmm(

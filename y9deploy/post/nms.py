@@ -3,7 +3,8 @@
 Greedy NMS with the official semantics: boxes are visited by descending score (equal scores keep their
 input order: a stable sort), a box is kept unless a box kept before it overlaps it with IoU strictly greater
 than the threshold. IoU is computed in float32 with the formula of the reference CPU kernel
-(``inter / (area_i + area_j - inter)``), so results agree bit for bit with it.
+(``inter / (area_i + area_j - inter)``), so results agree bit for bit with it: ``box_iou`` here is
+``y9core.box_iou.box_iou_matrix``, the one numpy IoU (re-exported, with ``box_area``, as public names).
 
 The greedy pass is vectorised: candidates are taken in blocks of ``BLOCK`` boxes; a block is first cleared
 against the boxes already kept, then its own greedy order is resolved as the fixed point of
@@ -15,6 +16,22 @@ are kept, since later boxes cannot change the first ``max_det``.
 from __future__ import annotations
 
 import numpy as np
+
+from y9core.box_iou import box_area
+from y9core.box_iou import box_iou_matrix as box_iou
+
+__all__ = [
+    "BLOCK",
+    "MAX_WH",
+    "batched_nms",
+    "box_area",
+    "box_iou",
+    "class_offsets",
+    "nms",
+    "nms_sorted",
+    "order_by_score",
+    "threshold_below",
+]
 
 #: Offset per class used by the official batched NMS (boxes of class c are moved by c * MAX_WH).
 MAX_WH = 7680.0
@@ -31,31 +48,6 @@ def threshold_below(t: float) -> np.float32:
     """
     f = np.float32(t)
     return f if float(f) <= t else np.nextafter(f, np.float32(-np.inf))
-
-
-def box_area(boxes: np.ndarray) -> np.ndarray:
-    """boxes (ndarray[N, 4] xyxy) -> ndarray[N]: ``(x2 - x1) * (y2 - y1)`` in the boxes' dtype."""
-    return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-
-
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every pair: a (ndarray[N, 4] xyxy), b (ndarray[M, 4] xyxy) -> ndarray[N, M].
-
-    Computed in the boxes' dtype (float32 for the NMS) as ``inter / (area_a + area_b - inter)``;
-    a zero union gives NaN, which compares False with any threshold.
-    """
-    area_a, area_b = box_area(a), box_area(b)
-    w = np.minimum(a[:, None, 2], b[None, :, 2])
-    w -= np.maximum(a[:, None, 0], b[None, :, 0])
-    np.maximum(w, 0, out=w)
-    h = np.minimum(a[:, None, 3], b[None, :, 3])
-    h -= np.maximum(a[:, None, 1], b[None, :, 1])
-    np.maximum(h, 0, out=h)
-    inter = np.multiply(w, h, out=w)
-    union = np.add(area_a[:, None], area_b[None, :])
-    union -= inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.divide(inter, union, out=inter)
 
 
 def _resolve_block(over: np.ndarray, alive: np.ndarray) -> np.ndarray:

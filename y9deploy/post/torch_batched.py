@@ -7,7 +7,8 @@ A whole batch at once, with one download of the candidate counts and one of the 
 3. images grouped into buckets of similar count ``k`` (the next power of two, at least ``MIN_BUCKET``), each
    bucket run at its own largest ``k``: one frame with thousands of candidates does not inflate the
    ``[b, k, k]`` IoU matrices of the others;
-4. per bucket, the IoU > threshold matrix of the sorted boxes (``box_iou_torch``, computed once) and the
+4. per bucket, the IoU > threshold matrix of the sorted boxes (``box_iou_torch``: the pairwise form of
+   ``y9core.box_iou_torch``, the one torch IoU, re-exported under this name; computed once) and the
    greedy NMS, either
    - ``scan="triton"``: the matrix packed into bit words and the greedy scan walked box by box in one Triton
      kernel launch per bucket (``post.triton_nms``): its cost does not grow with suppression chains, and it
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.box_iou_torch import box_iou_matrix_torch as box_iou_torch
 from y9deploy.post.choice import PostImpl, choose_scan, record_failure
 from y9deploy.post.host import MAX_NMS, check_classes, check_thresholds, postprocess
 from y9deploy.post.nms import MAX_WH, threshold_below
@@ -284,28 +286,6 @@ def _triton_keep(over: Any, n: Any, max_det: int, auto: bool) -> Any:
             raise
         record_failure(PostImpl.TORCH_TRITON, exc)
         return None
-
-
-def box_iou_torch(a: Any, b: Any) -> Any:
-    """IoU of every pair, the torch form of ``post.nms.box_iou`` (same float32 operations in the same order):
-    a Tensor[..., N, 4] xyxy, b Tensor[..., M, 4] xyxy -> Tensor[..., N, M] (leading dims broadcast). A zero
-    union gives NaN, which compares False with any threshold."""
-    import torch
-
-    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
-    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
-    w = torch.minimum(a[..., :, None, 2], b[..., None, :, 2]) - torch.maximum(
-        a[..., :, None, 0], b[..., None, :, 0]
-    )
-    w.clamp_(min=0)
-    h = torch.minimum(a[..., :, None, 3], b[..., None, :, 3]) - torch.maximum(
-        a[..., :, None, 1], b[..., None, :, 1]
-    )
-    h.clamp_(min=0)
-    inter = w.mul_(h)
-    union = area_a[..., :, None] + area_b[..., None, :]
-    union -= inter
-    return torch.div(inter, union, out=inter)
 
 
 def _fixed_point(over: Any, alive: Any) -> Any:

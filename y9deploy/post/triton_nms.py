@@ -65,11 +65,11 @@ def _iou_bits(boxes_ptr, n_ptr, t_ptr, words_ptr, K, W, BI: tl.constexpr):  # no
     [1]) -> words (int32 [B, K, W]): bit ``j % 32`` of word ``j // 32`` of row ``i`` is ``iou(i, j) > t`` for
     ``i < j < n``, else 0.
 
-    A program computes one word (32 columns) of BI rows, with the float32 operations of ``nms.box_iou`` in its
-    order (``enable_fp_fusion=False``: no fused multiply-adds; ``div_rn``: IEEE division), so the bits equal
-    the host's comparisons. Tiles the scan never reads are not written: rows >= n, words at or beyond n, and
-    words wholly left of the tile's first row (the scan reads row i's bits only for j > i... and bits j < i
-    of words it already passed cannot change its result: see ``_scan``).
+    A program computes one word (32 columns) of BI rows, with the float32 operations of ``y9core.box_iou``
+    (``nms.box_iou``) in its order (``enable_fp_fusion=False``: no fused multiply-adds; ``div_rn``: IEEE
+    division), so the bits equal the host's comparisons. Tiles the scan never reads are not written: rows >= n,
+    words at or beyond n, and words wholly left of the tile's first row (the scan reads row i's bits only for
+    j > i... and bits j < i of words it already passed cannot change its result: see ``_scan``).
     """
     img = tl.program_id(0).to(tl.int64)
     row0 = tl.program_id(1) * BI

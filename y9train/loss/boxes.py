@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from y9core.box_iou_torch import box_iou_torch
 from y9train.models.head import bbox2dist, dist2bbox
 
 __all__ = ["bbox2dist", "box_iou", "ciou", "dist2bbox"]
@@ -18,13 +19,9 @@ EPS = 1e-7
 
 
 def box_iou(a: torch.Tensor, b: torch.Tensor, eps: float = EPS) -> torch.Tensor:
-    """IoU of paired boxes: ``a, b (Tensor[..., 4])`` -> ``Tensor[...]``, ``inter / (area_a + area_b - inter + eps)``."""
-    iw = (torch.minimum(a[..., 2], b[..., 2]) - torch.maximum(a[..., 0], b[..., 0])).clamp(min=0)
-    ih = (torch.minimum(a[..., 3], b[..., 3]) - torch.maximum(a[..., 1], b[..., 1])).clamp(min=0)
-    inter = iw * ih
-    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
-    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
-    return inter / (area_a + area_b - inter + eps)
+    """IoU of paired boxes: ``a, b (Tensor[..., 4])`` -> ``Tensor[...]``, ``inter / (area_a + area_b - inter + eps)``
+    (``y9core.box_iou_torch``, the one torch IoU, with the loss's ``eps``)."""
+    return box_iou_torch(a, b, eps=eps)
 
 
 def ciou(a: torch.Tensor, b: torch.Tensor, eps: float = EPS) -> torch.Tensor:
@@ -33,14 +30,11 @@ def ciou(a: torch.Tensor, b: torch.Tensor, eps: float = EPS) -> torch.Tensor:
     ``CIoU = IoU - rho^2 / c^2 - alpha * v`` with ``rho`` the distance between the centres, ``c`` the diagonal
     of the smallest enclosing box, ``v = 4 / pi^2 * (atan(w_b / h_b) - atan(w_a / h_a))^2`` and
     ``alpha = v / (1 - IoU + v)`` treated as a constant (no gradient), as in the paper. ``eps`` guards the
-    heights, the union and ``c^2``.
+    heights, the union and ``c^2``: the IoU is ``box_iou`` with the areas of the guarded heights.
     """
     w1, h1 = a[..., 2] - a[..., 0], a[..., 3] - a[..., 1] + eps
     w2, h2 = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1] + eps
-    iw = (torch.minimum(a[..., 2], b[..., 2]) - torch.maximum(a[..., 0], b[..., 0])).clamp(min=0)
-    ih = (torch.minimum(a[..., 3], b[..., 3]) - torch.maximum(a[..., 1], b[..., 1])).clamp(min=0)
-    inter = iw * ih
-    iou = inter / (w1 * h1 + w2 * h2 - inter + eps)
+    iou = box_iou_torch(a, b, eps=eps, area_a=w1 * h1, area_b=w2 * h2)
     cw = torch.maximum(a[..., 2], b[..., 2]) - torch.minimum(a[..., 0], b[..., 0])
     ch = torch.maximum(a[..., 3], b[..., 3]) - torch.minimum(a[..., 1], b[..., 1])
     c2 = cw**2 + ch**2 + eps
