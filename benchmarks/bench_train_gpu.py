@@ -92,6 +92,10 @@ class GpuUtilSampler:
         self._stop.set()
 
 
+#: --cuda-graph -> TrainConfig.cuda_graph
+GRAPHS = {"auto": None, "on": True, "off": False}
+
+
 def repeated_data_yaml(data: Path, repeat: int, out: Path) -> Path:
     """A data.yaml whose train split lists every train image ``repeat`` times (val unchanged)."""
     from y9train.data import load_data_yaml
@@ -113,7 +117,7 @@ def _config(args, model: str, data: Path, ckpt: bool, out: Path) -> TrainConfig:
     return TrainConfig(
         data=str(data), model=model, imgsz=args.imgsz, epochs=args.epochs_nominal, batch=args.batch,
         device=args.device, workers=args.workers, cache=None if args.cache == "none" else args.cache,
-        amp=args.amp, compile=args.compile, cuda_graph=args.cuda_graph, grad_checkpointing=ckpt, val=False, save=False, profile=True,
+        amp=args.amp, compile=args.compile, cuda_graph=GRAPHS[args.cuda_graph], grad_checkpointing=ckpt, val=False, save=False, profile=True,
         log_interval=args.log_interval, verbose=args.verbose, project=str(out / "runs"), hyp=Hyp(),
     )  # fmt: skip
 
@@ -202,7 +206,7 @@ def full_run(args, data: Path, out: Path) -> dict:
     cfg = TrainConfig(
         data=str(data), model=args.full_model, imgsz=args.imgsz, epochs=args.full_epochs, batch=args.batch,
         device=args.device, workers=args.workers, cache=None if args.cache == "none" else args.cache,
-        amp=args.amp, compile=args.compile, cuda_graph=args.cuda_graph, project=str(out / "runs"), name="full", exist_ok=True,
+        amp=args.amp, compile=args.compile, cuda_graph=GRAPHS[args.cuda_graph], project=str(out / "runs"), name="full", exist_ok=True,
         verbose=args.verbose,
     )  # fmt: skip
     t0 = time.perf_counter()
@@ -314,7 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--amp", choices=["auto", "bf16", "fp16", "off"], default="auto")
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--cuda-graph", action="store_true", help="cuda_graph=true: forward/backward as CUDA graphs")
+    ap.add_argument(
+        "--cuda-graph", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
+        help="the network's forward/backward as CUDA graphs: auto (y9's default: where they apply), on, off (eager)",
+    )  # fmt: skip
     ap.add_argument("--warmup-steps", type=int, default=8)
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument(

@@ -4,7 +4,9 @@ A yolov9-s step at batch 32 issues about 7,300 kernels; the host issuing them, n
 step time (docs/benchmarks.md). ``torch.cuda.make_graphed_callables`` records the network's forward and its backward
 once, at the batch shape of the first full batch, and afterwards replays each with one launch. The rules:
 - only on CUDA, one process, no ``torch.compile``, no gradient checkpointing (``GraphedNetwork.applies`` says why
-  not, as one sentence, and the trainer runs eagerly);
+  not, as one sentence, and the trainer runs eagerly); ``cuda_graph`` None (the default) uses them wherever they
+  apply and says nothing where they do not, True asks for them (the reason they do not apply is reported), False
+  never;
 - a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
   use the same parameters and BatchNorm buffers;
 - the capture's warm-up runs the first batch's forward and backward three times on a side stream (BatchNorm running
@@ -94,20 +96,21 @@ def graphed_network(
     params: list[torch.Tensor],
     device: torch.device,
     *,
-    requested: bool,
+    requested: bool | None,
     compile: bool,
     grad_checkpointing: bool,
     distributed: bool,
     report: Callable[[str], None],
 ) -> GraphedNetwork | None:
-    """The trainer's one decision: a ``GraphedNetwork`` when ``cuda_graph`` is requested and applies, else None
-    (the reason it does not apply is reported)."""
-    if not requested:
+    """The trainer's one decision: a ``GraphedNetwork`` when ``cuda_graph`` (``requested``) is None or True and
+    graphs apply, else None; when True was asked for and they do not apply, the reason is reported."""
+    if requested is False:
         return None
     why = GraphedNetwork.applies(
         device, compile=compile, grad_checkpointing=grad_checkpointing, distributed=distributed
     )
     if why is not None:
-        report(why)
+        if requested:
+            report(why)
         return None
     return GraphedNetwork(model, params, report)

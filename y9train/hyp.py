@@ -49,7 +49,7 @@ HYP_RANGES: dict[str, Range] = {
     "warmup_momentum": Range(0.0, 1.0, hi_open=True),
     "warmup_bias_lr": Range(0.0, 1.0, what="bias learning rate at the start of warmup"),
     "ema_decay": Range(0.0, 1.0, hi_open=True),
-    "ema_tau": POSITIVE,
+    "ema_tau": Range(0.0, what="EMA time constant in optimiser steps; 0 = auto, from the schedule length"),
     "clip_grad": Range(0.0, what="0 = no clipping"),
     "box": Range(0.0, what="loss gain"),
     "cls": Range(0.0, what="loss gain"),
@@ -101,7 +101,7 @@ class Hyp:
     warmup_bias_lr: float = 0.1
     # EMA of the weights: decay * (1 - exp(-updates / tau))
     ema_decay: float = 0.9999
-    ema_tau: float = 2000.0
+    ema_tau: float = 0.0  # 0: auto, from the schedule length (y9train.optim.resolve_auto)
     # gradients
     clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)
     # loss
@@ -154,7 +154,9 @@ class TrainConfig:
     """Options of one training run (everything but the hyperparameters, which are in ``hyp``).
 
     ``device``: None (first GPU, else CPU), "cpu", "0", "cuda:1" ...; ``amp``: auto (bf16 on GPUs that have it,
-    else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only;
+    else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only; ``cuda_graph``: the network's
+    forward and backward replayed as CUDA graphs, None = wherever they apply (CUDA, one process, no compile or
+    gradient checkpointing; ``y9train.graphed_network``);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints; ``log_interval``: batches between host reads of the running
@@ -176,7 +178,7 @@ class TrainConfig:
     amp: str = "auto"
     channels_last: bool | None = None
     compile: bool = False
-    cuda_graph: bool = False  # replay the network's forward/backward as CUDA graphs (y9train.graphed_network)
+    cuda_graph: bool | None = None  # forward/backward as CUDA graphs; None: where they apply (y9train.graphed_network)
     grad_checkpointing: bool = False
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False

@@ -16,9 +16,16 @@ constant within an epoch.
 Warmup (batch ``ni < nw``): each group's lr goes linearly from its start (0, or ``warmup_bias_lr`` for biases) to
 ``lr0 * schedule(t)``, and momentum from ``warmup_momentum`` to ``momentum``.
 
-``optimizer: auto`` is resolved once, before the optimiser is built (``resolve_optimizer``): planned optimiser
-steps ``epochs * ceil(train_images / max(batch, nbs))``; below ``AUTO_SGD_STEPS`` AdamW with lr0 0.001, beta1 0.9
-and warmup_bias_lr 0, otherwise SGD with the recipe's lr0 / momentum / warmup_bias_lr.
+What depends on the schedule's length is resolved once, before the optimiser and the EMA are built
+(``resolve_auto``), from the planned optimiser steps ``epochs * ceil(train_images / max(batch, nbs))``:
+- ``optimizer: auto`` (``resolve_optimizer``): below ``AUTO_SGD_STEPS`` AdamW with lr0 0.001, beta1 0.9 and
+  warmup_bias_lr 0, otherwise SGD with the recipe's lr0 / momentum / warmup_bias_lr;
+- ``ema_tau: 0`` (``resolve_ema_tau``): the EMA's ramp ``decay * (1 - exp(-updates / tau))`` gets
+  ``tau = S / ln(max(2, AUTO_EMA_WINDOW * S))`` for S planned steps (at most ``AUTO_EMA_TAU_MAX``, the official
+  2000): the decay at the last step is then ``1 - 1 / (AUTO_EMA_WINDOW * S)``, an average over about the last
+  10% of the run's steps (they carry about 70% of its weight; the first half of the run nearly none), whatever
+  the run's length. With the official tau of 2000 a 520-step run ends at a decay of 0.23, i.e. its EMA is the
+  latest weights (docs/training.md, "EMA").
 
 Accumulation (``AccumulationRule``): an optimiser step happens when the batches since the last step
 (``ni - last_opt_step``, counted across epochs) reach ``accumulate(ni)``: ``round(nbs / batch)`` (at least 1), or
@@ -69,6 +76,12 @@ AUTO_SGD_STEPS = 10_000
 AUTO_ADAMW = {"lr0": 0.001, "momentum": 0.9, "warmup_bias_lr": 0.0}
 
 
+#: ``ema_tau: 0``: the final EMA averages about this fraction of the run's optimiser steps
+AUTO_EMA_WINDOW = 0.1
+#: ... and tau is at most this (the official recipe's)
+AUTO_EMA_TAU_MAX = 2000.0
+
+
 def planned_steps(epochs: int, train_images: int, batch: int, nbs: int) -> int:
     """Optimiser steps a run plans: ``epochs * ceil(train_images / max(batch, nbs))``."""
     return int(epochs) * math.ceil(int(train_images) / max(int(batch), int(nbs)))
@@ -90,6 +103,29 @@ def resolve_optimizer(hyp: Hyp, *, epochs: int, train_images: int, batch: int) -
         f"optimizer auto -> {chosen.optimizer} lr0={chosen.lr0:g} momentum={chosen.momentum:g} "
         f"warmup_bias_lr={chosen.warmup_bias_lr:g} ({why})"
     )
+
+
+def resolve_ema_tau(hyp: Hyp, *, steps: int) -> tuple[Hyp, str | None]:
+    """``(hyp with a concrete ema_tau, the one-line report or None)``: ``ema_tau: 0`` becomes
+    ``min(AUTO_EMA_TAU_MAX, S / ln(max(2, AUTO_EMA_WINDOW * S)))`` for ``S = max(steps, 1)`` planned optimiser
+    steps (module docstring), rounded to 0.1; a positive ema_tau is returned unchanged."""
+    if hyp.ema_tau > 0:
+        return hyp, None
+    s = max(int(steps), 1)
+    tau = round(min(AUTO_EMA_TAU_MAX, s / math.log(max(2.0, AUTO_EMA_WINDOW * s))), 1)
+    last = hyp.ema_decay * (1.0 - math.exp(-s / tau))
+    return replace(hyp, ema_tau=tau), (
+        f"ema_tau auto -> {tau:g} (the EMA averages about the last {AUTO_EMA_WINDOW:.0%} of {s} planned steps; "
+        f"decay {last:.3f} at the last step)"
+    )
+
+
+def resolve_auto(hyp: Hyp, *, epochs: int, train_images: int, batch: int) -> tuple[Hyp, list[str]]:
+    """Every ``auto`` of ``hyp`` that depends on the schedule's length, decided once (module docstring):
+    ``(hyp with concrete values, one report line per decision taken)``."""
+    hyp, opt_note = resolve_optimizer(hyp, epochs=epochs, train_images=train_images, batch=batch)
+    hyp, ema_note = resolve_ema_tau(hyp, steps=planned_steps(epochs, train_images, batch, hyp.nbs))
+    return hyp, [n for n in (opt_note, ema_note) if n]
 
 
 def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.device) -> torch.optim.Optimizer:

@@ -12,8 +12,8 @@ EMA model is validated, ``last.pt`` (EMA weights + the full training state) and,
 are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
 fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
 A distributed wrapper plugs in through ``TrainHooks`` (``y9train.hooks``) without touching this file.
-``cuda_graph=true`` replays the network's forward and backward as CUDA graphs at the first full batch's shape
-(``y9train.graphed_network``: when it applies, and what it changes).
+On CUDA the network's forward and backward are replayed as CUDA graphs at the first full batch's shape
+(``cuda_graph``; ``y9train.graphed_network``: when it applies, and what it changes).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
-from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_optimizer, warmup_iters
+from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.plots import plot_run
 from y9train.reporting import Reporter, StepLog, write_results_csv
 from y9train.step_timer import StepTimer
@@ -132,7 +132,6 @@ class Trainer:
         model.set_grad_checkpointing(cfg.grad_checkpointing)
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
-        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.loss_fn = DetectionLoss.from_model(
             self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
@@ -156,12 +155,12 @@ class Trainer:
         if self.val_ds is not None and hooks.is_main:
             self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
         self.nb = len(self.train_loader)
-        hyp, message = resolve_optimizer(
-            hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch
-        )
-        if message:  # decided once: the run's config (checkpoints, resume) holds the concrete choice
+        hyp, notes = resolve_auto(hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
+        if notes:  # decided once: the run's config (checkpoints, resume) holds the concrete values
             self.config.hyp = hyp
-            self.reporter.info(message)
+            for note in notes:
+                self.reporter.info(note)
+        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))

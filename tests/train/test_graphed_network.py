@@ -1,8 +1,9 @@
 """CUDA graphs for training (``cuda_graph=true``): when they apply, and that a run where they do not is the eager run.
 
-The graphed replay itself needs a GPU (benchmarks/bench_train_gpu.py --cuda-graph measures it there); on this CPU
-box the tests hold the rule that decides, and that asking for graphs where they do not apply changes nothing but
-one report line.
+The graphed replay itself needs a GPU: benchmarks/check_cuda_graph.py trains the same batches eagerly and graphed
+there and compares losses and parameters (equal bit for bit on an H200, docs/benchmarks.md), bench_train_gpu.py
+--cuda-graph on|off measures the speed. On this CPU box the tests hold the rule that decides, and that asking for
+graphs where they do not apply changes nothing but one report line.
 """
 
 from __future__ import annotations
@@ -32,6 +33,24 @@ def test_not_requested_means_no_wrapper_and_no_report():
     assert said == []
     assert graphed_network(net, list(net.parameters()), torch.device("cpu"), requested=True, **kw) is None
     assert len(said) == 1 and "eagerly" in said[0]
+
+
+def test_the_default_uses_graphs_wherever_they_apply_and_says_nothing_elsewhere():
+    """``cuda_graph`` None (TrainConfig's default): a GraphedNetwork on a CUDA device of a one-process eager run;
+    nothing, and no report, on the CPU or with compile / checkpointing / several processes."""
+    from y9train.hyp import TrainConfig
+
+    assert TrainConfig().cuda_graph is None
+    said: list[str] = []
+    net = torch.nn.Linear(2, 2)
+    params = list(net.parameters())
+    kw = {"compile": False, "grad_checkpointing": False, "distributed": False, "report": said.append}
+    auto = graphed_network(net, params, torch.device("cuda", 0), requested=None, **kw)
+    assert isinstance(auto, GraphedNetwork) and auto.module is net and auto.shape is None  # captured at first call
+    assert graphed_network(net, params, torch.device("cpu"), requested=None, **kw) is None
+    for flag in ("compile", "grad_checkpointing", "distributed"):
+        assert graphed_network(net, params, torch.device("cuda", 0), requested=None, **{**kw, flag: True}) is None
+    assert said == []
 
 
 def test_cuda_graph_on_cpu_trains_exactly_like_the_eager_run(tmp_path):
