@@ -37,10 +37,14 @@ def subset_yaml(data: Path, images: int, work: Path) -> Path:
 
     cfg = yaml.safe_load(data.read_text())
     root = (data.parent / cfg.get("path", ".")).resolve()
-    train = sorted(p for p in (root / cfg["train"]).iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    train = sorted(
+        p for p in (root / cfg["train"]).iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
+    )
     (work / "train.txt").write_text("".join(f"{p}\n" for p in train[:images]))
     out = work / "data.yaml"
-    out.write_text(yaml.safe_dump({"path": str(work), "train": "train.txt", "nc": cfg["nc"], "names": cfg["names"]}))
+    out.write_text(
+        yaml.safe_dump({"path": str(work), "train": "train.txt", "nc": cfg["nc"], "names": cfg["names"]})
+    )
     return out
 
 
@@ -98,7 +102,9 @@ def main() -> None:
               f"epoch {r['epoch_s_median']:6.2f} s (training {r['train_s_median']:6.2f} s)  fit {r['fit_s']:6.1f} s  "
               f"last.pt {r['last_mb']:.0f} MB, best.pt {r['best_mb']:.0f} MB")  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": out}, indent=1))
+        args.json.write_text(
+            json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": out}, indent=1)
+        )
 
 
 if __name__ == "__main__":

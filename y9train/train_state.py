@@ -240,7 +240,7 @@ def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) ->
     }
     weights = trainer.save_dir / "weights"
     last = checkpoint_payload(trainer.ema.module, weights / "last.pt", train_state=state, **meta)
-    best = {k: v for k, v in last.items() if k != "train"} if improved else None  # the same EMA weights and meta
+    best = {k: v for k, v in last.items() if k != "train"} if improved else None  # same EMA weights, meta
     return RunSnapshot(weights, last, best, trainer.save_dir / "results.csv", history)
 
 

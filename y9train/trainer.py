@@ -74,7 +74,7 @@ class Trainer:
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
         self.last_grad_norm: torch.Tensor | None = None
-        self.writer = CheckpointWriter(background=self.config.async_save)  # ``writer.wait()``: this epoch's files
+        self.writer = CheckpointWriter(background=self.config.async_save)  # writer.wait(): this epoch's files
         self.hooks.attach(self)
 
     @classmethod

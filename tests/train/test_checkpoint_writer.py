@@ -81,7 +81,9 @@ def test_the_written_file_holds_the_snapshot_not_the_later_state(tmp_path):
     snap = snapshot_run(trainer, 0, {"epoch": 1}, improved=True)
     raw = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     ema = {k: v.clone() for k, v in trainer.ema.module.state_dict().items()}
-    moments = {i: {k: v.clone() for k, v in s.items()} for i, s in trainer.optimizer.state_dict()["state"].items()}
+    moments = {
+        i: {k: v.clone() for k, v in s.items()} for i, s in trainer.optimizer.state_dict()["state"].items()
+    }
 
     started, release = threading.Event(), threading.Event()
 
