@@ -70,6 +70,15 @@ def save_checkpoint(
     ``train_state`` (optimizer, EMA, scheduler, RNG ... as tensors and plain containers) is stored under
     ``"train"`` for exact resume; it must also load with ``weights_only=True``.
     """
+    return write_payload(checkpoint_payload(model, path, train_state=train_state, **meta), path)
+
+
+def checkpoint_payload(
+    model: YOLO, path: str | Path, *, train_state: Mapping[str, Any] | None = None, **meta: Any
+) -> dict[str, Any]:
+    """The payload ``save_checkpoint`` writes, without its digest: the cheap part, a copy of ``model``'s weights on
+    the CPU (``path`` only names the file in an error). ``train_state`` is stored as given (copy it first when the
+    payload is written later, e.g. by ``y9train.checkpoint_writer``)."""
     if not isinstance(model, YOLO):
         raise TypeError(f"save_checkpoint expects a y9 YOLO model, got {type(model).__name__}")
     path = Path(path)
@@ -87,11 +96,18 @@ def save_checkpoint(
             "fused": bool(model.fused),
             "arch": json.loads(json.dumps(arch)),
         },  # fmt: skip
-        "model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
         "meta": _jsonable({"y9_version": __version__, **meta}, path),
     }
     if train_state is not None:
         payload["train"] = dict(train_state)
+    return payload
+
+
+def write_payload(payload: Mapping[str, Any], path: str | Path) -> Path:
+    """The slow part of ``save_checkpoint``: the tensor digest, ``torch.save``, fsync and the atomic rename of a
+    ``checkpoint_payload`` (left unchanged: the digest goes into a shallow copy)."""
+    payload = {k: v for k, v in payload.items() if k != DIGEST_KEY}
     payload[DIGEST_KEY] = tensor_digest(payload)
     return atomic_torch_save(payload, path)
 

@@ -7,7 +7,8 @@ it to ``Trainer(config, hooks=...)``. Nothing on the single-device path imports 
 
 Callback events (``Trainer.add_callback(event, fn)``, ``fn(trainer)``): ``on_train_start``, ``on_epoch_start``,
 ``on_before_optimizer_step`` (gradients unscaled and clipped, before ``optimizer.step``), ``on_step_end`` (after
-each batch), ``on_epoch_end`` (after the epoch's checkpoint), ``on_train_end``. A callback may raise
+each batch), ``on_epoch_end`` (the epoch's checkpoint is written in the background: the previous epoch's files are complete,
+``trainer.writer.wait()`` waits for this one's), ``on_train_end``. A callback may raise
 ``StopTraining`` to end the run cleanly (the current epoch is not saved unless it had finished).
 """
 

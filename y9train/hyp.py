@@ -159,7 +159,8 @@ class TrainConfig:
     gradient checkpointing; ``y9train.graphed_network``);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
-    every epoch; ``save``: write checkpoints; ``log_interval``: batches between host reads of the running
+    every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
+    epoch's end; ``y9train.checkpoint_writer``); ``log_interval``: batches between host reads of the running
     losses / grad norms (the hot loop never syncs otherwise); ``profile``: time the phases of every step.
     """
 
@@ -189,6 +190,7 @@ class TrainConfig:
     max_det: int = 300
     save: bool = True
     save_dir: str | None = None  # set by the trainer (project/name, made unique)
+    async_save: bool = True  # checkpoints written in a background thread while the next epoch trains
     log_interval: int = 20
     profile: bool = False
     verbose: bool = True

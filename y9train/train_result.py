@@ -31,3 +31,21 @@ class TrainResult:
     stopped_early: bool
     history: list[dict[str, Any]] = field(default_factory=list)
     profile: list[dict[str, float]] = field(default_factory=list)
+
+
+def result_of(trainer, stopped: bool = False) -> TrainResult:
+    """The ``TrainResult`` of a trainer as it stands (``Trainer.result`` waits for its checkpoint writes first)."""
+    w = trainer.save_dir / "weights" if trainer.save_dir else None
+    return TrainResult(
+        save_dir=trainer.save_dir,
+        last=w / "last.pt" if w and (w / "last.pt").exists() else None,
+        best=w / "best.pt" if w and (w / "best.pt").exists() else None,
+        best_fitness=trainer.best_fitness,
+        best_epoch=trainer.best_epoch + 1,
+        epochs_run=len(trainer.history),
+        epochs=trainer.config.epochs,
+        steps=trainer.step,
+        stopped_early=stopped,
+        history=list(trainer.history),
+        profile=trainer.timer.collect() if trainer.config.profile else [],
+    )

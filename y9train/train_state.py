@@ -15,6 +15,7 @@ epoch: its ``"model"`` entry holds exactly the weights ``best.pt`` was about to 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def cpu_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
+    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
 
 
 def find_last_checkpoint(search: str | Path = "runs/train") -> Path:
@@ -183,12 +184,33 @@ def recover_best(weights: Path, last: Path, payload: dict[str, Any], state: dict
     return f"{best} {found}: re-created from {last}, which holds the weights of the best epoch {want}."
 
 
-def save_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> None:
-    """Write ``last.pt`` (EMA weights + training state), then, when ``improved``, ``best.pt`` (EMA weights only).
+def cpu_copy(obj: Any) -> Any:
+    """``obj`` with every tensor copied to the CPU (always a new tensor: on a CPU run ``.cpu()`` would return the
+    same storage, which the next optimiser step changes) and every dict / list / tuple rebuilt."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: cpu_copy(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(cpu_copy(v) for v in obj)
+    return obj
 
-    This order never loses the previous best: until ``last.pt`` records the new best epoch, ``best.pt`` is the old
-    one, and once it does, ``last.pt`` holds the new best weights itself (``recover_best``)."""
-    from y9train.checkpoint import save_checkpoint
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What one epoch's end writes, copied from the trainer so that the next epoch cannot change it: the payloads
+    of ``last.pt`` and (on a better fitness) ``best.pt`` (no digest yet), and the history for ``results.csv``."""
+
+    weights: Path
+    last: dict[str, Any]
+    best: dict[str, Any] | None
+    results_csv: Path
+    history: list[dict[str, Any]]
+
+
+def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> RunSnapshot:
+    """The cheap, synchronous part of an epoch's end: every tensor copied to the CPU, history and config copied."""
+    from y9train.checkpoint import checkpoint_payload
 
     cfg = trainer.config
     meta = {
@@ -201,24 +223,45 @@ def save_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> Non
         "best_epoch": trainer.best_epoch + 1,
         "train_config": cfg.to_dict(),
     }
+    history = cpu_copy(trainer.history)
     state = {
         "model": cpu_state_dict(trainer.model),
-        "optimizer": trainer.optimizer.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "optimizer": cpu_copy(trainer.optimizer.state_dict()),
+        "scaler": cpu_copy(trainer.scaler.state_dict()) if trainer.scaler is not None else None,
         "ema_updates": trainer.ema.updates,
         "epoch": epoch,
         "iteration": trainer.iteration,
         "step": trainer.step,
         "best_fitness": trainer.best_fitness,
         "best_epoch": trainer.best_epoch,
-        "history": trainer.history,
+        "history": history,
         "config": cfg.to_dict(),
         "rng": rng_state(),
     }
     weights = trainer.save_dir / "weights"
-    save_checkpoint(trainer.ema.module, weights / "last.pt", train_state=state, **meta)
-    if improved:
-        save_checkpoint(trainer.ema.module, weights / "best.pt", **meta)
+    last = checkpoint_payload(trainer.ema.module, weights / "last.pt", train_state=state, **meta)
+    best = {k: v for k, v in last.items() if k != "train"} if improved else None  # same EMA weights, meta
+    return RunSnapshot(weights, last, best, trainer.save_dir / "results.csv", history)
+
+
+def write_run(snap: RunSnapshot) -> None:
+    """The slow part: ``last.pt``, then (when improved) ``best.pt``, then ``results.csv``, each atomically.
+
+    This order never loses the previous best: until ``last.pt`` records the new best epoch, ``best.pt`` is the old
+    one, and once it does, ``last.pt`` holds the new best weights itself (``recover_best``). ``results.csv`` comes
+    last, so it never records an epoch that ``last.pt`` does not hold."""
+    from y9train.checkpoint import write_payload
+    from y9train.reporting import write_results_csv
+
+    write_payload(snap.last, snap.weights / "last.pt")
+    if snap.best is not None:
+        write_payload(snap.best, snap.weights / "best.pt")
+    write_results_csv(snap.results_csv, snap.history)
+
+
+def save_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> None:
+    """``write_run(snapshot_run(...))``: an epoch's checkpoints and results.csv, synchronously."""
+    write_run(snapshot_run(trainer, epoch, record, improved))
 
 
 def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, Any]) -> None:

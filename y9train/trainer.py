@@ -9,7 +9,9 @@ gradients are zeroed): unscale, clip the grad norm, optimiser step, ``zero_grad(
 Losses and grad norms stay on the device: the host reads them every ``log_interval`` batches (one copy) and at the
 end of the epoch. After every epoch: the
 EMA model is validated, ``last.pt`` (EMA weights + the full training state) and, on a better fitness, ``best.pt``
-are written atomically, ``results.csv`` is rewritten; early stopping after ``patience`` epochs without a better
+are written atomically, then ``results.csv`` is rewritten: from a snapshot, in a background thread while the next
+epoch trains (``async_save``; ``y9train.checkpoint_writer``: the files of epoch N are complete when epoch N+1's
+``on_epoch_end`` fires and when ``fit`` returns or raises); early stopping after ``patience`` epochs without a better
 fitness. ``Trainer.from_checkpoint(last.pt)`` resumes exactly (see ``y9train.train_state``).
 A distributed wrapper plugs in through ``TrainHooks`` (``y9train.hooks``) without touching this file.
 On CUDA the network's forward and backward are replayed as CUDA graphs at the first full batch's shape
@@ -28,16 +30,17 @@ from typing import Any
 
 import torch
 
+from y9train.checkpoint_writer import CheckpointWriter
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.plots import plot_run
-from y9train.reporting import Reporter, StepLog, write_results_csv
+from y9train.reporting import Reporter, StepLog
 from y9train.step_timer import StepTimer
-from y9train.train_result import TrainResult
-from y9train.train_state import check_resume_epochs, read_train_state, restore_run, save_run
+from y9train.train_result import TrainResult, result_of
+from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
 
 _NAN = float("nan")
 
@@ -71,6 +74,7 @@ class Trainer:
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
         self.last_grad_norm: torch.Tensor | None = None
+        self.writer = CheckpointWriter(background=self.config.async_save)  # writer.wait(): this epoch's files
         self.hooks.attach(self)
 
     @classmethod
@@ -193,7 +197,8 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ loop
     def fit(self) -> TrainResult:
-        """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt)."""
+        """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt: pending
+        checkpoint writes are waited for; a failed one raises its own error)."""
         self.setup()
         cfg, stopped = self.config, False
         self._fire("on_train_start")
@@ -216,26 +221,17 @@ class Trainer:
         except StopTraining:
             pass
         finally:
-            self.reporter.close()
-            plot_run(self.save_dir, bool(self.history), self.reporter)
+            try:
+                self.writer.close()
+            finally:
+                self.reporter.close()
+                plot_run(self.save_dir, bool(self.history), self.reporter)
         self._fire("on_train_end")
         return self.result(stopped)
 
     def result(self, stopped: bool = False) -> TrainResult:
-        w = self.save_dir / "weights" if self.save_dir else None
-        return TrainResult(
-            save_dir=self.save_dir,
-            last=w / "last.pt" if w and (w / "last.pt").exists() else None,
-            best=w / "best.pt" if w and (w / "best.pt").exists() else None,
-            best_fitness=self.best_fitness,
-            best_epoch=self.best_epoch + 1,
-            epochs_run=len(self.history),
-            epochs=self.config.epochs,
-            steps=self.step,
-            stopped_early=stopped,
-            history=list(self.history),
-            profile=self.timer.collect() if self.config.profile else [],
-        )
+        self.writer.wait()  # the files it names are complete
+        return result_of(self, stopped)
 
     def train_epoch(self, epoch: int) -> dict[str, Any]:
         """One pass over the training loader; returns the epoch's training record."""
@@ -341,6 +337,7 @@ class Trainer:
 
     def _flush(self, buf: torch.Tensor, host_rows: list, sums: torch.Tensor, done: int, n_steps: int) -> None:
         """One device -> host copy of the buffered per-batch values; steps.csv rows and the running means."""
+        self.writer.check()  # a failed background checkpoint write ends the run here
         vals = self.hooks.all_reduce_mean(torch.cat((buf[: len(host_rows)].flatten(), sums))).cpu().tolist()
         n = len(host_rows)
         rows = [host_rows[j] + vals[4 * j : 4 * j + 4] for j in range(n)]
@@ -385,9 +382,8 @@ class Trainer:
             self.best_fitness, self.best_epoch = fit, epoch
         self.history.append(record)
         self.reporter.epoch_end(record)
-        if self.save_dir is not None:
-            save_run(self, epoch, record, improved)
-            write_results_csv(self.save_dir / "results.csv", self.history)
+        if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
+            self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))
         patience = self.config.hyp.patience
         stop = bool(self.config.val and patience > 0 and epoch - self.best_epoch >= patience)
         return self.hooks.broadcast_stop(stop)
