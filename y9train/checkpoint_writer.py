@@ -53,6 +53,14 @@ class CheckpointWriter:
         if pending is not None:
             pending.result()
 
+    def close_reporting(self, report: Callable[[str], None]) -> None:
+        """``close`` while another error is on its way out of the trainer: a failed job's exception is reported as
+        one line instead of raised, so that it does not replace that error."""
+        try:
+            self.close()
+        except Exception as exc:
+            report(f"the background checkpoint write failed too: {type(exc).__name__}: {exc}")
+
     def close(self) -> None:
         """``wait``, then stop the thread (a later ``submit`` starts a new one)."""
         try:

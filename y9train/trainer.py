@@ -198,7 +198,8 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ loop
     def fit(self) -> TrainResult:
         """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt: pending
-        checkpoint writes are waited for; a failed one raises its own error)."""
+        checkpoint writes are waited for; a failed one raises its own error, or is reported when another error ends
+        the run)."""
         self.setup()
         cfg, stopped = self.config, False
         self._fire("on_train_start")
@@ -220,6 +221,9 @@ class Trainer:
                     break
         except StopTraining:
             pass
+        except BaseException:  # the training error wins over a failed background write (reported)
+            self.writer.close_reporting(self.reporter.warn)
+            raise
         finally:
             try:
                 self.writer.close()

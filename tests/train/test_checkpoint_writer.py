@@ -169,3 +169,28 @@ def test_fit_waits_for_a_pending_write_when_training_is_interrupted(tmp_path, mo
     assert state["epoch"] == 0 and len(state["history"]) == 1
     assert [r["epoch"] for r in read_csv(tmp_path / "runs" / "cut" / "results.csv")] == [1]
     assert not trainer.writer.busy
+
+
+def test_a_training_error_is_not_replaced_by_a_failed_background_write(tmp_path, monkeypatch):
+    """Epoch 1's write fails (ENOSPC) while epoch 2 raises: the training error propagates, the write's is reported."""
+    real_replace = os.replace
+
+    def full_disk(src, dst, *a, **k):
+        if str(dst).endswith("last.pt"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+        return real_replace(src, dst, *a, **k)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    warned: list[str] = []
+
+    def boom(trainer):
+        if trainer.epoch == 1:
+            trainer.reporter.warn = warned.append  # what the trainer reports from here on
+            raise RuntimeError("training failed")
+
+    cfg = tiny_config(coco_pair(tmp_path), tmp_path, name="both", epochs=2, val=False)
+    trainer = Trainer(cfg, callbacks={"on_epoch_start": [boom]})
+    with pytest.raises(RuntimeError, match="training failed"):
+        trainer.fit()
+    assert len(warned) == 1 and "background checkpoint write failed too: OSError" in warned[0]
+    assert "No space left on device" in warned[0] and not trainer.writer.busy
