@@ -131,15 +131,20 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         from epoch_diagnostics import EpochDiagnostics
 
         callbacks["on_epoch_end"] = [EpochDiagnostics(out / "diag.csv")]
-    result = Trainer(config, callbacks=callbacks).fit()
+    trainer = Trainer(config, callbacks=callbacks)
+    result = trainer.fit()
     wall = time.perf_counter() - t0
     hist = result.history
+    graphed = trainer.graphed
     extra = {
         "per_epoch_map50_95": [h.get("metrics/map50_95") for h in hist],
         "img_s_median": statistics.median(h["img_s"] for h in hist) if hist else None,
-        "hyp": config.hyp.to_dict(),
+        "hyp": trainer.config.hyp.to_dict(),  # as the run resolved it (optimizer, ema_tau)
         "overrides": overrides,
         "amp": config.amp, "compile": config.compile, "cuda_graph": config.cuda_graph, "cache": config.cache,
+        "cuda_graph_used": graphed is not None and graphed.shape is not None,
+        "graph_replays": graphed.replays if graphed is not None else 0,
+        "async_save": config.async_save,
     }  # fmt: skip
     return load_checkpoint(result.last), wall, extra
 
