@@ -5,7 +5,11 @@ worker start), profiles the next ``--steps`` batches with CPU and CUDA activity,
   OUT/ops_cuda.txt    operators by total CUDA (device) time
   OUT/ops_cpu.txt     operators by CPU time (launch and Python overhead, host syncs)
   OUT/summary.json    wall time per batch, device kernel time per batch, kernel launches per batch, host syncs
-                      (``cudaStreamSynchronize`` / ``cudaDeviceSynchronize`` / ``cudaMemcpy*`` calls) per batch.
+                      (``cudaStreamSynchronize`` / ``cudaDeviceSynchronize`` / ``cudaMemcpy*`` calls) per batch;
+  OUT/syncs_by_source.txt  (``--sources``: Python stacks recorded) the operators that make the host wait for the
+                      device on CUDA (a scalar read: ``.item()``, ``bool()``, ``int()``, ``.tolist()``; a
+                      data-dependent size: ``nonzero``, boolean-mask indexing), per batch, by the innermost line
+                      of y9's own code that called them: where to look to take syncs out of a step.
 A device time per batch far below the wall time per batch means the step is bound by the host (launches, syncs,
 the loader), not by the GPU.
 
@@ -24,6 +28,29 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
+#: operators that wait for the device on CUDA (a scalar copied to the host; a size that depends on the data)
+SYNCING_OPS = ("aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::unique_consecutive",
+               "aten::_unique2")  # fmt: skip
+OWN_CODE = ("y9train/", "y9deploy/", "y9core/")
+
+
+def syncs_by_source(events, steps: int) -> list[tuple[float, str, str]]:
+    """``(calls per batch, operator, innermost y9 source line)`` for the syncing operators, most frequent first."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    for e in events:
+        if e.name in SYNCING_OPS:
+            frame, node = "(outside y9)", e
+            while node is not None:  # an operator called by another one carries no stack: its caller's does
+                # stacks come as the event's own list, or (newer torch) as python_function parent events
+                own = [f for f in (*(node.stack or []), node.name) if any(k in f for k in OWN_CODE) and "(" in f]
+                if own:
+                    frame = own[0]
+                    break
+                node = node.cpu_parent
+            counts[(e.name, frame[frame.find("y9"):] if frame.startswith("/") else frame)] += 1
+    return sorted(((n / steps, op, where) for (op, where), n in counts.items()), reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--set", nargs="*", default=[], help="key=value hyperparameter overrides")
+    ap.add_argument("--sources", action="store_true",
+                    help="record Python stacks; write OUT/syncs_by_source.txt (the syncing operators by y9 source line)")
     args = ap.parse_args(argv)
 
     import torch
@@ -57,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = apply_overrides(cfg, dict(kv.split("=", 1) for kv in args.set), "--set")
     cuda = torch.cuda.is_available() and args.device != "cpu"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    prof = profile(activities=activities)
+    prof = profile(activities=activities, with_stack=args.sources)
     state = {"n": 0, "t0": 0.0, "t1": 0.0}
 
     def sync() -> None:
@@ -97,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         "kernels_per_batch": len(kernels) / steps, "launch_calls_per_batch": len(launches) / steps,
         "host_syncs_per_batch": syncs, "overrides": args.set,
     }  # fmt: skip
+    if args.sources:
+        rows = syncs_by_source(prof.events(), steps)
+        summary["syncing_ops_per_batch"] = sum(r[0] for r in rows)
+        (args.out / "syncs_by_source.txt").write_text(
+            "".join(f"{n:8.1f}  {op:<28} {where}\n" for n, op, where in rows)
+        )
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0

@@ -109,12 +109,17 @@ def anchor_ranges(boxes: torch.Tensor, grid: AnchorGrid) -> tuple[torch.Tensor, 
 
 
 def candidate_pairs(
-    ranges: tuple[torch.Tensor, ...], grid: AnchorGrid, first: int = 0, last: int | None = None
+    ranges: tuple[torch.Tensor, ...],
+    grid: AnchorGrid,
+    first: int = 0,
+    last: int | None = None,
+    total: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Step 1: every (box, anchor) pair with the anchor centre inside the box, for boxes ``first:last``.
 
     Args:
         ranges: ``anchor_ranges`` of all boxes.
+        total: the number of pairs of boxes ``first:last`` when the caller knows it (saves a host sync on CUDA).
     Returns:
         ``(gt (Tensor[P] int64), anchor (Tensor[P] int64))`` grouped by box, anchors ascending within a box.
     """
@@ -122,7 +127,7 @@ def candidate_pairs(
     n_levels = col0.shape[1]
     dev = col0.device
     counts = (n_cols * n_rows).reshape(-1)  # [n * L], box-major
-    flat = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts)
+    flat = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts, output_size=total)
     offset = torch.arange(flat.numel(), device=dev) - (torch.cumsum(counts, 0) - counts)[flat]
     nc_f = n_cols.reshape(-1)[flat]
     col = col0.reshape(-1)[flat] + offset % nc_f
@@ -191,7 +196,7 @@ def resolve_conflicts(
     best = torch.full((n_keys,), -1.0, device=iou.device).scatter_reduce(0, key, iou, "amax")
     top = iou == best[key]
     low = torch.full((n_keys,), n_boxes, dtype=torch.long, device=gt.device)
-    low = low.scatter_reduce(0, key[top], gt[top], "amin")
+    low = low.scatter_reduce(0, key, torch.where(top, gt, n_boxes), "amin")  # no mask index: no host sync
     return top & (gt == low[key])
 
 
@@ -301,16 +306,16 @@ class TaskAlignedAssigner:
         ranges = anchor_ranges(labels[:, 2:6], grid)
         per_box = (ranges[2] * ranges[3]).sum(1)
         kept: list[tuple[torch.Tensor, ...]] = []
-        for first, last in _chunks(per_box, self.max_pairs):
-            gt, anchor = candidate_pairs(ranges, grid, first, last)
+        for first, last, total in _chunks(per_box, self.max_pairs):
+            gt, anchor = candidate_pairs(ranges, grid, first, last, total)
             if gt.numel() == 0:
                 continue
             iou, align = alignment(
                 cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta, self.overlap
             )
             eps = 0.0 if self.rule == "official" else self.eps
-            sel = select_topk(gt - first, align, last - first, self.topk, eps)
-            kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))
+            sel = select_topk(gt - first, align, last - first, self.topk, eps).nonzero().squeeze(1)
+            kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))  # one size read, not one per mask index
         if not kept:
             empty = torch.zeros(0, dtype=torch.long, device=dev)
             return Assignment(empty, empty, empty, torch.zeros(0, device=dev))
@@ -322,23 +327,25 @@ class TaskAlignedAssigner:
             )
         else:
             img = labels[gt, 0].long()
-            win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n)
+            win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n).nonzero().squeeze(1)
             gt, anchor, iou, align = gt[win], anchor[win], iou[win], align[win]
         img = labels[gt, 0].long()
         return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps))
 
 
-def _chunks(per_box: torch.Tensor, max_pairs: int) -> list[tuple[int, int]]:
-    """Consecutive box ranges ``[first, last)`` with at most ``max_pairs`` pairs each (one box may exceed it)."""
-    if int(per_box.sum()) <= max_pairs:
-        return [(0, int(per_box.numel()))] if per_box.numel() else []
+def _chunks(per_box: torch.Tensor, max_pairs: int) -> list[tuple[int, int, int]]:
+    """Consecutive box ranges ``(first, last, pairs)``, ``[first, last)`` with at most ``max_pairs`` pairs each (one
+    box may exceed it); one host read of the total, and of the per-box counts only when it exceeds ``max_pairs``."""
+    all_pairs = int(per_box.sum())
+    if all_pairs <= max_pairs:
+        return [(0, int(per_box.numel()), all_pairs)] if per_box.numel() else []
     counts = per_box.tolist()
     out, first, total = [], 0, 0
     for i, c in enumerate(counts):
         if total and total + c > max_pairs:
-            out.append((first, i))
+            out.append((first, i, total))
             first, total = i, 0
         total += c
     if counts:
-        out.append((first, len(counts)))
+        out.append((first, len(counts), total))
     return out
