@@ -3,8 +3,9 @@
 A yolov9-s step at batch 32 issues about 7,300 kernels; the host issuing them, not the GPU running them, sets the
 step time (docs/benchmarks.md). ``torch.cuda.make_graphed_callables`` records the network's forward and its backward
 once, at the batch shape of the first full batch, and afterwards replays each with one launch. The rules:
-- only on CUDA, one process, no ``torch.compile``, no gradient checkpointing (``GraphedNetwork.applies`` says why
-  not, as one sentence, and the trainer runs eagerly); ``cuda_graph`` None (the default) uses them wherever they
+- only on CUDA, one process, no ``torch.compile``, no gradient checkpointing, no ``multi_scale`` (most batches
+  would have another shape and run eagerly beside the captured one, whose memory pool stays allocated: about twice
+  the activation memory) - ``GraphedNetwork.applies`` says why not, as one sentence, and the trainer runs eagerly; ``cuda_graph`` None (the default) uses them wherever they
   apply and says nothing where they do not, True asks for them (the reason they do not apply is reported), False
   never;
 - a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
@@ -47,7 +48,7 @@ class GraphedNetwork:
 
     @staticmethod
     def applies(
-        device: torch.device, *, compile: bool, grad_checkpointing: bool, distributed: bool
+        device: torch.device, *, compile: bool, grad_checkpointing: bool, distributed: bool, multi_scale: bool = False
     ) -> str | None:
         """None when CUDA graphs can be used for this run, else the reason they are not (one sentence)."""
         if device.type != "cuda":
@@ -58,6 +59,11 @@ class GraphedNetwork:
             return "cuda_graph does not capture gradient checkpointing; this run trains eagerly."
         if distributed:
             return "cuda_graph is not used with distributed training; this run trains eagerly."
+        if multi_scale:
+            return (
+                "cuda_graph is not used with multi_scale (most batches have another shape than a captured graph, "
+                "whose memory would stay allocated beside them); this run trains eagerly."
+            )
         return None
 
     def __call__(self, imgs: torch.Tensor):
@@ -101,14 +107,16 @@ def graphed_network(
     grad_checkpointing: bool,
     distributed: bool,
     report: Callable[[str], None],
+    multi_scale: bool = False,
 ) -> GraphedNetwork | None:
     """The trainer's one decision: a ``GraphedNetwork`` when ``cuda_graph`` (``requested``) is None or True and
     graphs apply, else None; when True was asked for and they do not apply, the reason is reported."""
     if requested is False:
         return None
     why = GraphedNetwork.applies(
-        device, compile=compile, grad_checkpointing=grad_checkpointing, distributed=distributed
-    )
+        device, compile=compile, grad_checkpointing=grad_checkpointing, distributed=distributed,
+        multi_scale=multi_scale,
+    )  # fmt: skip
     if why is not None:
         if requested:
             report(why)

@@ -174,6 +174,7 @@ class Trainer:
         self.graphed = graphed_network(
             self.model, self.params, self.device, requested=cfg.cuda_graph, compile=cfg.compile,
             grad_checkpointing=cfg.grad_checkpointing, distributed=hooks.world_size > 1, report=self.reporter.info,
+            multi_scale=hyp.multi_scale,
         )  # fmt: skip
         self.train_model = self.graphed or hooks.wrap_model(net)
         self.timer = StepTimer(self.device, enabled=cfg.profile)

@@ -23,6 +23,7 @@ def test_the_rule_names_why_graphs_do_not_apply():
     assert "torch.compile" in GraphedNetwork.applies(cuda, **{**flags, "compile": True})
     assert "checkpointing" in GraphedNetwork.applies(cuda, **{**flags, "grad_checkpointing": True})
     assert "distributed" in GraphedNetwork.applies(cuda, **{**flags, "distributed": True})
+    assert "multi_scale" in GraphedNetwork.applies(cuda, **{**flags, "multi_scale": True})
 
 
 def test_not_requested_means_no_wrapper_and_no_report():
@@ -48,7 +49,7 @@ def test_the_default_uses_graphs_wherever_they_apply_and_says_nothing_elsewhere(
     auto = graphed_network(net, params, torch.device("cuda", 0), requested=None, **kw)
     assert isinstance(auto, GraphedNetwork) and auto.module is net and auto.shape is None  # captured at first call
     assert graphed_network(net, params, torch.device("cpu"), requested=None, **kw) is None
-    for flag in ("compile", "grad_checkpointing", "distributed"):
+    for flag in ("compile", "grad_checkpointing", "distributed", "multi_scale"):
         assert graphed_network(net, params, torch.device("cuda", 0), requested=None, **{**kw, flag: True}) is None
     assert said == []
 
