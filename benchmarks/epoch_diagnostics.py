@@ -18,6 +18,7 @@ attributes (model, ema, train_ds, val_loader, device, amp_dtype, channels_last, 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import math
@@ -62,7 +63,7 @@ class EpochDiagnostics:
         from y9train.data import build_dataloader
 
         loader = build_dataloader(tr.train_ds, tr.config.batch, workers=2, persistent_workers=False)
-        autocast = torch.autocast(tr.device.type, dtype=tr.amp_dtype) if tr.amp_dtype else _Null()
+        autocast = torch.autocast(tr.device.type, dtype=tr.amp_dtype) if tr.amp_dtype else contextlib.nullcontext()
         with torch.no_grad(), autocast:
             for i, batch in enumerate(loader):
                 if i >= self.bn_batches:
@@ -85,10 +86,3 @@ class EpochDiagnostics:
             f"decay {row['ema_decay']:.3f}  |log var ratio| med {row['bn_logvar_med']:.3f} max {row['bn_logvar_max']:.3f}"
         )
 
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False

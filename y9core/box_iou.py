@@ -57,10 +57,7 @@ def box_iou(
 def box_iou_matrix(a: np.ndarray, b: np.ndarray, *, eps: float = 0.0, zero_empty: bool = False) -> np.ndarray:
     """IoU of every pair: a (ndarray[..., N, 4] xyxy), b (ndarray[..., M, 4] xyxy) -> ndarray[..., N, M];
     ``box_iou`` (same ``eps`` and ``zero_empty``) on ``a[..., :, None, :]`` and ``b[..., None, :, :]``."""
-    if type(a) is not np.ndarray or a.dtype.kind != "f":
-        a = _floats(a)
-    if type(b) is not np.ndarray or b.dtype.kind != "f":
-        b = _floats(b)
+    a, b = _floats(a), _floats(b)
     return _iou(a[..., :, None, :], b[..., None, :, :], eps, None, None, zero_empty)
 
 

@@ -62,6 +62,18 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     return path
 
 
+def cpu_copy(obj: Any) -> Any:
+    """``obj`` with every tensor copied to the CPU (always a new tensor: on a CPU run ``.cpu()`` would return the
+    same storage, which the next optimiser step changes) and every dict / list / tuple rebuilt."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: cpu_copy(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(cpu_copy(v) for v in obj)
+    return obj
+
+
 def save_checkpoint(
     model: YOLO, path: str | Path, *, train_state: Mapping[str, Any] | None = None, **meta: Any
 ) -> Path:
@@ -96,7 +108,7 @@ def checkpoint_payload(
             "fused": bool(model.fused),
             "arch": json.loads(json.dumps(arch)),
         },  # fmt: skip
-        "model": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+        "model": cpu_copy(model.state_dict()),
         "meta": _jsonable({"y9_version": __version__, **meta}, path),
     }
     if train_state is not None:

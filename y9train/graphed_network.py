@@ -5,9 +5,9 @@ step time (docs/benchmarks.md). ``torch.cuda.make_graphed_callables`` records th
 once, at the batch shape of the first full batch, and afterwards replays each with one launch. The rules:
 - only on CUDA, one process, no ``torch.compile``, no gradient checkpointing, no ``multi_scale`` (most batches
   would have another shape and run eagerly beside the captured one, whose memory pool stays allocated: about twice
-  the activation memory) - ``GraphedNetwork.applies`` says why not, as one sentence, and the trainer runs eagerly; ``cuda_graph`` None (the default) uses them wherever they
-  apply and says nothing where they do not, True asks for them (the reason they do not apply is reported), False
-  never;
+  the activation memory) - ``GraphedNetwork.applies`` says why not, as one sentence, and the trainer runs eagerly;
+  ``cuda_graph`` None (the default) uses them wherever they apply and says nothing where they do not, True asks
+  for them (the reason they do not apply is reported), False never;
 - a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
   use the same parameters and BatchNorm buffers;
 - the capture's warm-up runs the first batch's forward and backward three times on a side stream (BatchNorm running

@@ -56,10 +56,6 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate((p["version"], tuple(p["internal"]), p["gauss_next"]))
 
 
-def cpu_state_dict(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
-
-
 def find_last_checkpoint(search: str | Path = "runs/train") -> Path:
     """The most recently written ``weights/last.pt`` under ``search`` (a run folder or a project folder)."""
     root = Path(search)
@@ -184,18 +180,6 @@ def recover_best(weights: Path, last: Path, payload: dict[str, Any], state: dict
     return f"{best} {found}: re-created from {last}, which holds the weights of the best epoch {want}."
 
 
-def cpu_copy(obj: Any) -> Any:
-    """``obj`` with every tensor copied to the CPU (always a new tensor: on a CPU run ``.cpu()`` would return the
-    same storage, which the next optimiser step changes) and every dict / list / tuple rebuilt."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: cpu_copy(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(cpu_copy(v) for v in obj)
-    return obj
-
-
 @dataclass(frozen=True)
 class RunSnapshot:
     """What one epoch's end writes, copied from the trainer so that the next epoch cannot change it: the payloads
@@ -210,7 +194,7 @@ class RunSnapshot:
 
 def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> RunSnapshot:
     """The cheap, synchronous part of an epoch's end: every tensor copied to the CPU, history and config copied."""
-    from y9train.checkpoint import checkpoint_payload
+    from y9train.checkpoint import checkpoint_payload, cpu_copy
 
     cfg = trainer.config
     meta = {
@@ -225,7 +209,7 @@ def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) ->
     }
     history = cpu_copy(trainer.history)
     state = {
-        "model": cpu_state_dict(trainer.model),
+        "model": cpu_copy(trainer.model.state_dict()),
         "optimizer": cpu_copy(trainer.optimizer.state_dict()),
         "scaler": cpu_copy(trainer.scaler.state_dict()) if trainer.scaler is not None else None,
         "ema_updates": trainer.ema.updates,
@@ -257,11 +241,6 @@ def write_run(snap: RunSnapshot) -> None:
     if snap.best is not None:
         write_payload(snap.best, snap.weights / "best.pt")
     write_results_csv(snap.results_csv, snap.history)
-
-
-def save_run(trainer, epoch: int, record: dict[str, Any], improved: bool) -> None:
-    """``write_run(snapshot_run(...))``: an epoch's checkpoints and results.csv, synchronously."""
-    write_run(snapshot_run(trainer, epoch, record, improved))
 
 
 def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, Any]) -> None:
