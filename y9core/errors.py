@@ -20,6 +20,7 @@ Defined beside the code that raises them (subclasses of ``Y9Error`` all the same
   for a global outside the allow-list (checkpoint loading reports it as a ``ModelFileError``);
 - ``y9deploy.runtime.cuda.CudaError`` (RuntimeError): a CUDA runtime call failed;
 - ``y9deploy.engine.verify.EngineVerificationError``: a built engine scored too far below its source model.
+- ``y9train.divergence.TrainingDivergedError`` (RuntimeError): a training run's weights went NaN or inf.
 
 Bad frames and arguments (a frame that is not HxWx3 uint8, an empty batch, a threshold out of range) raise the
 built-in ``TypeError`` / ``ValueError`` with the same one-sentence message.

@@ -2,8 +2,8 @@
 
 Parameter groups (``param_groups``): ``weights`` (conv / linear weights, with weight decay), ``bn`` (BatchNorm
 weights, no decay) and ``bias`` (every bias, no decay; warms up from ``warmup_bias_lr`` down to the schedule).
-SGD is nesterov; AdamW uses ``(momentum, 0.999)`` as betas. On CUDA the fused implementation is used, else
-``foreach``.
+SGD is nesterov; AdamW uses ``(momentum, 0.999)`` as betas. The torch implementation (fused or foreach) is chosen
+by ``optimizer_implementation``.
 
 Schedules are pure functions of the fractional epoch ``t = epoch + batch / batches_per_epoch`` giving a factor
 of ``lr0``; the trainer evaluates them every step, so resuming needs no scheduler state beyond the step counters:
@@ -128,6 +128,15 @@ def resolve_auto(hyp: Hyp, *, epochs: int, train_images: int, batch: int) -> tup
     return hyp, [n for n in (opt_note, ema_note) if n]
 
 
+def optimizer_implementation(kind: str, device_type: str) -> dict[str, bool]:
+    """The torch implementation flag of the ``kind`` optimiser (sgd | adamw) on ``device_type``: fused for AdamW
+    on CUDA, foreach otherwise. SGD is never fused: torch's fused SGD makes its momentum buffers with
+    ``empty_like`` and skips its kernel on a step GradScaler discards, so a discarded first step (routine under
+    fp16) leaves uninitialised momentum and the weights diverge (torch 2.11 and 2.13;
+    tests/train/test_optim_amp_skip.py). Fused AdamW leaves a discarded step untouched."""
+    return {"fused": True} if kind == "adamw" and device_type == "cuda" else {"foreach": True}
+
+
 def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.device) -> torch.optim.Optimizer:
     """SGD or AdamW over the three groups; weight decay scaled by ``batch * accumulate / nbs``."""
     if hyp.optimizer == "auto":
@@ -137,7 +146,7 @@ def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.dev
         )
     groups = param_groups(model)
     decay = hyp.weight_decay * batch * accumulation_steps(hyp, batch) / hyp.nbs
-    impl = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    impl = optimizer_implementation(hyp.optimizer, device.type)
     spec = [
         {"params": groups["weights"], "weight_decay": decay, "name": "weights"},
         {"params": groups["bn"], "weight_decay": 0.0, "name": "bn"},
@@ -151,10 +160,13 @@ def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.dev
 
 
 def set_implementation(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
-    """Pick fused (CUDA) or foreach after loading a state dict saved on another device."""
+    """Put back ``optimizer_implementation``'s choice after loading a state dict (saved on another device, or by an
+    older y9 that fused SGD)."""
+    kind = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "sgd"
+    impl = optimizer_implementation(kind, device.type)
     for g in optimizer.param_groups:
-        g["fused"] = device.type == "cuda"
-        g["foreach"] = device.type != "cuda"
+        g["fused"] = impl.get("fused", False)
+        g["foreach"] = impl.get("foreach", False)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from y9train.checkpoint_writer import CheckpointWriter
+from y9train.divergence import check_finite_weights
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
@@ -209,6 +210,8 @@ class Trainer:
                 self.epoch = epoch
                 self._fire("on_epoch_start")
                 record = self.train_epoch(epoch)
+                losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
+                check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name))
                 if self.val_loader is not None:
                     record.update(self._validate())
                 stopped = self._end_epoch(epoch, record)
