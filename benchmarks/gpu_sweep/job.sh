@@ -1,0 +1,13 @@
+# job NAME DATASET(deeppcb|neu-det) MODEL SEED WORKERS [bench_accuracy run args...]
+job() {
+  local name=$1 ds=$2 model=$3 seed=$4 workers=$5; shift 5
+  local d=$W/jobs/$name
+  mkdir -p $d
+  cp -r $W/data/$ds $d/data
+  (cd $W/code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds > $d/split.log 2>&1)
+  echo "$(date +%s) start $name" >> $W/times.txt
+  (cd $W/code && setsid nohup bash -c "python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label $name $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; echo \"\$(date +%s) end $name rc=\$?\" >> $W/times.txt" > /dev/null 2>&1 &)
+}
+stage() { # stage DATASET from .dev/dataN
+  for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1; done; ls $W/data
+}
