@@ -84,3 +84,21 @@ def test_the_implementation_rule():
     assert optimizer_implementation("sgd", "cuda") == {"foreach": True}
     assert optimizer_implementation("adamw", "cpu") == {"foreach": True}
     assert optimizer_implementation("sgd", "cpu") == {"foreach": True}
+
+
+@pytest.mark.parametrize("kind", sorted(HYPS))
+def test_resume_puts_back_the_rule_over_a_saved_state(kind):
+    """A state dict saved by an older y9 (fused SGD on CUDA) or on another device: loading it brings its flags
+    along; ``set_implementation`` replaces them with the rule's choice for the device resumed on."""
+    from y9train.optim import set_implementation
+
+    model = _model()
+    opt = build_optimizer(model, HYPS[kind], batch=64, device=torch.device("cpu"))
+    state = opt.state_dict()
+    for g in state["param_groups"]:
+        g["fused"], g["foreach"] = True, False  # as an older y9 saved SGD on CUDA
+    opt.load_state_dict(state)
+    set_implementation(opt, torch.device("cuda"))
+    want = optimizer_implementation(kind, "cuda")
+    for g in opt.param_groups:
+        assert g["fused"] == want.get("fused", False) and g["foreach"] == want.get("foreach", False)
