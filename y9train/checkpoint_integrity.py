@@ -94,12 +94,23 @@ def check_zip_crc(path: Path) -> None:
         ) from None
 
 
+def first_non_finite(tensors: Mapping[str, torch.Tensor]) -> str | None:
+    """Name of the first floating-point tensor of ``tensors`` holding a NaN or inf, or None (one host sync)."""
+    named = [(k, t) for k, t in tensors.items() if t.is_floating_point() and t.numel()]
+    if not named:
+        return None
+    ok = torch.stack([torch.isfinite(t).all() for _, t in named]).cpu()
+    bad = (~ok).nonzero()
+    return named[int(bad[0])][0] if len(bad) else None
+
+
 def check_finite(state_dict: Mapping[str, torch.Tensor], origin: str | Path) -> None:
     """One sentence naming the first weight tensor holding NaN or infinity."""
-    for key, value in state_dict.items():
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-            bad = value[~torch.isfinite(value)].flatten()[0].item()
-            raise ModelFileError(
-                f"{origin}: weight {key} holds {'NaN' if math.isnan(bad) else bad} values; expected finite "
-                "weights (the run that wrote it diverged, or the file is damaged)"
-            )
+    key = first_non_finite(state_dict)
+    if key is not None:
+        value = state_dict[key]
+        bad = value[~torch.isfinite(value)].flatten()[0].item()
+        raise ModelFileError(
+            f"{origin}: weight {key} holds {'NaN' if math.isnan(bad) else bad} values; expected finite "
+            "weights (the run that wrote it diverged, or the file is damaged)"
+        )

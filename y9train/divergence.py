@@ -3,9 +3,10 @@
 A NaN or inf loss alone is not divergence: under fp16 a GradScaler discards the steps whose gradients overflow and
 the weights stay finite. Weights or BatchNorm statistics that hold NaN or inf never recover, and every later epoch
 would only spend time and write unusable checkpoints. So after each epoch whose mean training loss is not finite,
-``check_finite_weights`` looks at every floating-point tensor of the model (one device sync; epochs with a finite
-loss cost nothing) and raises ``TrainingDivergedError`` naming the first bad tensor. The trainer checks before it
-writes the epoch's checkpoint, so ``last.pt`` keeps the last epoch that ended with finite weights.
+``check_finite_weights`` scans every floating-point tensor of the model (``checkpoint_integrity.first_non_finite``,
+the scan the checkpoint loader uses; one device sync; epochs with a finite loss cost nothing) and raises
+``TrainingDivergedError`` naming the first bad tensor. The trainer checks before it writes the epoch's checkpoint,
+so ``last.pt`` keeps the last epoch that ended with finite weights.
 """
 
 from __future__ import annotations
@@ -16,20 +17,11 @@ from collections.abc import Mapping
 import torch
 
 from y9core.errors import Y9Error
+from y9train.checkpoint_integrity import first_non_finite
 
 
 class TrainingDivergedError(Y9Error, RuntimeError):
     """The weights of a training run hold NaN or inf values (the run cannot recover)."""
-
-
-def first_non_finite(tensors: Mapping[str, torch.Tensor]) -> str | None:
-    """Name of the first floating-point tensor of ``tensors`` holding a NaN or inf, or None (one host sync)."""
-    named = [(k, t) for k, t in tensors.items() if t.is_floating_point() and t.numel()]
-    if not named:
-        return None
-    ok = torch.stack([torch.isfinite(t).all() for _, t in named]).cpu()
-    bad = (~ok).nonzero()
-    return named[int(bad[0])][0] if len(bad) else None
 
 
 def check_finite_weights(model: torch.nn.Module, losses: Mapping[str, float], *, epoch: int, run: str) -> None:

@@ -11,3 +11,6 @@ job() {
 stage() { # stage DATASET from .dev/dataN
   for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1; done; ls $W/data
 }
+wait_runs() { # until no bench_accuracy run is left (a run just started is given 5 s to appear)
+  sleep 5; while pgrep -f "bench_accuracy.py run" > /dev/null; do sleep 3; done
+}

@@ -15,5 +15,5 @@ for d in $W/jobs/*/; do
   echo "$n epochs=$ep $res | $(tail -c 200 $d/log.txt | tr '\n\r' '  ' | tail -c 120)"
 done
 for d in $W/jobs/*/; do tail -c 30000 $d/log.txt > $d/logtail.txt 2>/dev/null; done
-cd $W && tar czf $OUT/results-$tag.tgz times.txt $(cd $W && ls -d jobs/*/r/result.json jobs/*/r/*/results.csv jobs/*/r/diag.csv 2>/dev/null) $(ls jobs/*/logtail.txt) 2>/dev/null
+cd $W && tar czf $OUT/results-$tag.tgz times.txt $(ls -d jobs/*/r/result.json jobs/*/r/*/results.csv jobs/*/r/diag.csv 2>/dev/null) $(ls jobs/*/logtail.txt) 2>/dev/null
 cat $W/times.txt | tail -20

@@ -11,7 +11,8 @@ from torch import nn
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9train.checkpoint import load_checkpoint, read_checkpoint
-from y9train.divergence import TrainingDivergedError, check_finite_weights, first_non_finite
+from y9train.checkpoint_integrity import first_non_finite
+from y9train.divergence import TrainingDivergedError, check_finite_weights
 from y9train.trainer import Trainer
 
 
