@@ -9,7 +9,11 @@ job() {
   (cd $W/code && setsid nohup bash -c "python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label ${name%-s[0-9]} $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; echo \"\$(date +%s) end $name rc=\$?\" >> $W/times.txt" > /dev/null 2>&1 &)
 }
 stage() { # stage DATASET from .dev/dataN
-  for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1; done; ls $W/data
+  for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1 && touch $W/data/$1.staged; done
+  ls $W/data
+}
+running_runs() { # runs started and not yet ended, from $W/times.txt (pgrep would also count loader workers)
+  touch $W/times.txt; echo $(( $(grep -c " start " $W/times.txt) - $(grep -c " end " $W/times.txt) ))
 }
 wait_runs() { # until no bench_accuracy run is left (a run just started is given 5 s to appear)
   sleep 5; while pgrep -f "bench_accuracy.py run" > /dev/null; do sleep 3; done
