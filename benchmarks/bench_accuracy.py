@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
+# what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
+OFFICIAL_CLOSE_MOSAIC = 15
 
 
 # ---------------------------------------------------------------------------------------------- split
@@ -110,10 +112,10 @@ class _FirstOutput:
 
 
 # ---------------------------------------------------------------------------------------------- trainers
-def train_y9(args, out: Path) -> tuple[object, float, dict]:
-    from y9train.checkpoint import load_checkpoint
+def y9_config(args, out: Path):
+    """The y9 run's TrainConfig and its overrides: the recipe (--hyp, else y9's defaults), then --set, then
+    --close-mosaic where given (a --set close_mosaic wins)."""
     from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
-    from y9train.trainer import Trainer
 
     hyp = load_hyp(args.hyp) if args.hyp else None
     config = TrainConfig(
@@ -124,7 +126,14 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
     overrides = parse_overrides(args.set)
     if args.close_mosaic is not None:
         overrides.setdefault("close_mosaic", str(args.close_mosaic))
-    config = apply_overrides(config, overrides, "--set")
+    return apply_overrides(config, overrides, "--set"), overrides
+
+
+def train_y9(args, out: Path) -> tuple[object, float, dict]:
+    from y9train.checkpoint import load_checkpoint
+    from y9train.trainer import Trainer
+
+    config, overrides = y9_config(args, out)
     t0 = time.perf_counter()
     callbacks = {}
     if args.diagnose:
@@ -182,26 +191,46 @@ def _font(folder: Path) -> None:
             (folder / name).write_bytes(src.read_bytes())
 
 
+def official_command(args, out: Path) -> list[str]:
+    """The untouched official trainer's command line: train_dual.py for yolov9-*, train.py for gelan-*."""
+    script = "train_dual.py" if args.model.startswith("yolov9") else "train.py"
+    return [
+        sys.executable, script, "--weights", "", "--cfg", f"models/detect/{args.model}.yaml",
+        "--data", str(Path(args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
+        "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--img", str(args.imgsz),
+        "--close-mosaic", str(args.close_mosaic if args.close_mosaic is not None else OFFICIAL_CLOSE_MOSAIC),
+        "--noplots",
+        "--workers", str(args.workers), "--seed", str(args.seed), "--device", os.environ.get("BENCH_DEVICE", "0"),
+        "--project", str(out.resolve()), "--name", "official", "--exist-ok",
+    ]  # fmt: skip
+
+
 def train_official(args, out: Path) -> tuple[object, float, dict]:
     from y9train.checkpoint import load_checkpoint
 
     src = Path(args.official_dir).resolve()
-    dual = args.model.startswith("yolov9")
-    script = "train_dual.py" if dual else "train.py"
-    cmd = [
-        sys.executable, script, "--weights", "", "--cfg", f"models/detect/{args.model}.yaml",
-        "--data", str(Path(args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
-        "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--img", str(args.imgsz),
-        "--close-mosaic", str(args.close_mosaic if args.close_mosaic is not None else 10), "--noplots",
-        "--workers", str(args.workers), "--seed", str(args.seed), "--device", os.environ.get("BENCH_DEVICE", "0"),
-        "--project", str(out.resolve()), "--name", "official", "--exist-ok",
-    ]  # fmt: skip
+    cmd = official_command(args, out)
     t0 = time.perf_counter()
     with open(out / "official.log", "w") as log:
         subprocess.run(cmd, cwd=src, env=_official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - t0
     last = out / "official" / "weights" / "last.pt"
     return load_checkpoint(last), wall, {"command": " ".join(cmd)}
+
+
+def ultralytics_arguments(args, out: Path) -> tuple[str, dict]:
+    """The Ultralytics model YAML (its YOLOv9s for yolov9-s and gelan-s) and the train() keywords: its defaults
+    except the run's schedule and the benchmark's bookkeeping (close_mosaic only where given)."""
+    yaml_name = {"yolov9-s": "yolov9s.yaml", "gelan-s": "yolov9s.yaml", "yolov9-t": "yolov9t.yaml",
+                 "yolov9-m": "yolov9m.yaml", "yolov9-c": "yolov9c.yaml"}[args.model]  # fmt: skip
+    kwargs = {
+        "data": str(Path(args.data).resolve()), "epochs": args.epochs, "batch": args.batch, "imgsz": args.imgsz,
+        "seed": args.seed, "workers": args.workers, "project": str(out.resolve()), "name": "ultralytics",
+        "exist_ok": True, "plots": False, "device": 0,
+    }  # fmt: skip
+    if args.close_mosaic is not None:
+        kwargs["close_mosaic"] = args.close_mosaic
+    return yaml_name, kwargs
 
 
 def train_ultralytics(args, out: Path) -> tuple[object, float, dict]:
@@ -212,15 +241,7 @@ def train_ultralytics(args, out: Path) -> tuple[object, float, dict]:
     os.environ.setdefault("YOLO_CONFIG_DIR", str(cfg))
     from ultralytics import YOLO  # a reference, not a dependency of y9
 
-    yaml_name = {"yolov9-s": "yolov9s.yaml", "gelan-s": "yolov9s.yaml", "yolov9-t": "yolov9t.yaml",
-                 "yolov9-m": "yolov9m.yaml", "yolov9-c": "yolov9c.yaml"}[args.model]  # fmt: skip
-    kwargs = {
-        "data": str(Path(args.data).resolve()), "epochs": args.epochs, "batch": args.batch, "imgsz": args.imgsz,
-        "seed": args.seed, "workers": args.workers, "project": str(out.resolve()), "name": "ultralytics",
-        "exist_ok": True, "plots": False, "device": 0,
-    }  # fmt: skip
-    if args.close_mosaic is not None:
-        kwargs["close_mosaic"] = args.close_mosaic
+    yaml_name, kwargs = ultralytics_arguments(args, out)
     t0 = time.perf_counter()
     YOLO(yaml_name).train(**kwargs)
     wall = time.perf_counter() - t0
@@ -277,7 +298,7 @@ def table(paths: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("split", help="write train/eval lists and a data.yaml for them")
@@ -294,7 +315,12 @@ def main(argv: list[str] | None = None) -> None:
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--workers", type=int, default=8)
     rp.add_argument(
-        "--close-mosaic", type=int, default=10, help="mosaic off for the last N epochs (all trainers)"
+        "--close-mosaic",
+        type=int,
+        default=None,
+        help="mosaic off for the last N epochs, for whichever trainer runs; default: the trainer's own (y9: its "
+        f"recipe's close_mosaic; Ultralytics: its default, 10; official: {OFFICIAL_CLOSE_MOSAIC}, as the official "
+        "README's training commands pass, since train_dual.py's own default 0 never closes mosaic)",
     )
     rp.add_argument(
         "--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)"
@@ -312,7 +338,11 @@ def main(argv: list[str] | None = None) -> None:
     rp.add_argument("--label", default="", help="a name for this configuration in the table")
     tp = sub.add_parser("table", help="markdown table of result.json files (mean and spread over seeds)")
     tp.add_argument("results", nargs="+")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     if args.cmd == "split":
         make_split(args.data_yaml, args.out, args.every)
     elif args.cmd == "run":

@@ -76,12 +76,13 @@ class GraphedNetwork:
         return self.module(imgs)
 
     def _capture(self, imgs: torch.Tensor) -> None:
-        # The warm-up on make_graphed_callables' side stream meets AccumulateGrad nodes made on the default stream
-        # and torch warns of a stream mismatch; the graphed steps equal the eager ones bit for bit
-        # (benchmarks/check_cuda_graph.py), so the warning is silenced for the capture alone.
+        # The warm-up on make_graphed_callables' side stream makes AccumulateGrad nodes that the first backward
+        # through a replay (on the default stream) meets, and torch warns of a stream mismatch there; the graphed
+        # steps equal the eager ones bit for bit (benchmarks/check_cuda_graph.py), so the warning stays off once
+        # a capture succeeded (on the H200 the backward after the capture printed it, not the capture itself).
         warn = getattr(torch.autograd.graph, "set_warn_on_accumulate_grad_stream_mismatch", lambda enabled: None)
+        warn(False)
         try:
-            warn(False)
             torch.cuda.make_graphed_callables(
                 self.module, (imgs,), num_warmup_iters=3, allow_unused_input=True
             )
@@ -93,9 +94,8 @@ class GraphedNetwork:
         except (RuntimeError, TypeError, ValueError, AssertionError) as exc:  # its checks are asserts
             self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             self.report(f"cuda_graph: the capture failed ({self.failed}); training continues eagerly.")
-            return
-        finally:
             warn(True)
+            return
         for p in self.params:  # gradients are added into these, never aliased to the graph's static outputs
             if p.grad is None:
                 p.grad = torch.zeros_like(p)

@@ -115,7 +115,7 @@ class Hyp:
     # model
     bias_prior_imgsz: int = 0  # image size of the class-bias prior of a fresh head; 0 = the training size
     # schedule of the run
-    close_mosaic: int = 10  # mosaic off for the last N epochs
+    close_mosaic: int = 15  # mosaic off for the last N epochs (the measured recipe; docs/training.md)
     patience: int = 100  # early stopping: epochs without a better fitness
     multi_scale: bool = False
     # augmentation: AugmentConfig's defaults (the official values) except scale and mixup (the measured recipe)

@@ -3,7 +3,8 @@
 #   .dev/whl       wheels the machine lacks (faster-coco-eval; ultralytics + ultralytics-thop for the reference)
 #   .dev/dataN/X   a copy of ../shared/datasets/X (one dataset per call: the 64 MiB transfer limit)
 #   .dev/official  the official YOLOv9 source tree (git archive of WongKinYiu/yolov9), for --reference official
-# neu.sh starts four y9 NEU-DET runs; deeppcb.sh four DeepPCB runs (PARITY=1: two --hyp official runs,
+# queue.sh MAX SPEC starts the runs a spec file lists, at most MAX at a time (s7.spec: session 7; s8.spec: the next
+# lease). neu.sh starts four y9 NEU-DET runs; deeppcb.sh four DeepPCB runs (PARITY=1: two --hyp official runs,
 # OFFICIAL=1: train_dual.py seed 1) and alone.sh, which waits for every run to end, then trains y9 and
 # Ultralytics one after the other, each alone on the machine (the wall-time comparison). Every run goes through
 # benchmarks/bench_accuracy.py in its own folder under $W/jobs. poll.sh SECONDS TAG waits, prints one line per

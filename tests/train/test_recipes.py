@@ -77,7 +77,7 @@ def test_official_recipe_holds_the_official_values_and_names_every_key():
 
 def test_default_recipe_is_the_measured_one():
     hyp = load_hyp("default")
-    assert (hyp.optimizer, hyp.scale, hyp.mixup, hyp.close_mosaic) == ("auto", 0.5, 0.0, 10)
+    assert (hyp.optimizer, hyp.scale, hyp.mixup, hyp.close_mosaic) == ("auto", 0.5, 0.0, 15)
     assert (hyp.assigner, hyp.epoch_end, hyp.lr_step, hyp.warmup_accumulate_ramp) == (
         "y9",
         "step",

@@ -1,0 +1,100 @@
+"""benchmarks/bench_accuracy.py, the accuracy benchmark the H200 runs go through: the split (every Nth image to the
+evaluation list, nothing copied), which close-mosaic each trainer gets (its own default unless --close-mosaic names
+one), and a whole y9 run on CPU (train, evaluate with y9's evaluator, result.json)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from y9train.data import YoloDataset, load_data_yaml
+from y9train.hyp import Hyp, load_hyp
+
+ROOT = Path(__file__).resolve().parents[2]
+COCO8 = ROOT / "tests" / "data"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_accuracy", ROOT / "benchmarks" / "bench_accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+
+@pytest.fixture()
+def split(tmp_path) -> Path:
+    src = tmp_path / "src"
+    (src / "images").mkdir(parents=True)
+    (src / "labels").mkdir()
+    for p in sorted(COCO8.glob("*.jpg")):
+        shutil.copy(p, src / "images" / p.name)
+        shutil.copy(p.with_suffix(".txt"), src / "labels" / p.with_suffix(".txt").name)
+    names = yaml.safe_load((COCO8 / "coco8.yaml").read_text())["names"]
+    (src / "data.yaml").write_text(yaml.safe_dump({"path": ".", "train": "images", "val": "images", "nc": 80,
+                                                   "names": names}))  # fmt: skip
+    return bench.make_split(src / "data.yaml", tmp_path / "split", every=4)
+
+
+def test_split_sends_every_nth_sorted_image_to_eval_and_copies_nothing(split):
+    images = sorted((split.parent.parent / "src" / "images").glob("*.jpg"))
+    train = split.parent.joinpath("train.txt").read_text().split()
+    evals = split.parent.joinpath("eval.txt").read_text().split()
+    assert evals == [str(images[3].resolve()), str(images[7].resolve())]
+    assert train == [str(p.resolve()) for i, p in enumerate(images) if i % 4 != 3]
+    assert not list(split.parent.glob("*.jpg"))  # lists of the original files
+    cfg = load_data_yaml(str(split), require=("train", "val"))
+    assert len(YoloDataset.from_yaml(cfg, "val", augment=False, imgsz=64)) == 2
+    assert len(YoloDataset.from_yaml(cfg, "train", augment=False, imgsz=64)) == 6
+
+
+def _args(*extra: str):
+    return bench.build_parser().parse_args(["run", "--data", "d/data.yaml", "--out", "r", *extra])
+
+
+def test_each_trainer_keeps_its_own_close_mosaic_unless_one_is_given(tmp_path):
+    args = _args()
+    config, _ = bench.y9_config(args, tmp_path)
+    assert config.hyp.close_mosaic == Hyp().close_mosaic  # y9: its recipe's value
+    assert (
+        bench.y9_config(_args("--hyp", "official"), tmp_path)[0].hyp.close_mosaic
+        == load_hyp("official").close_mosaic
+    )
+    cmd = bench.official_command(args, tmp_path)
+    assert cmd[cmd.index("--close-mosaic") + 1] == str(bench.OFFICIAL_CLOSE_MOSAIC)
+    # Ultralytics: its own default
+    assert "close_mosaic" not in bench.ultralytics_arguments(args, tmp_path)[1]
+
+    given = _args("--close-mosaic", "3")
+    assert bench.y9_config(given, tmp_path)[0].hyp.close_mosaic == 3
+    cmd = bench.official_command(given, tmp_path)
+    assert cmd[cmd.index("--close-mosaic") + 1] == "3"
+    assert bench.ultralytics_arguments(given, tmp_path)[1]["close_mosaic"] == 3
+    both = _args("--close-mosaic", "3", "--set", "close_mosaic=7")
+    assert bench.y9_config(both, tmp_path)[0].hyp.close_mosaic == 7  # --set wins
+
+
+def test_a_y9_run_trains_evaluates_and_writes_its_result(split, tmp_path):
+    out = tmp_path / "run"
+    bench.main(["run", "--data", str(split), "--out", str(out), "--model", "gelan-t", "--epochs", "1",
+                "--imgsz", "64", "--batch", "4", "--workers", "0", "--cache", "none", "--label", "cpu"])  # fmt: skip
+    result = json.loads((out / "result.json").read_text())
+    assert (result["trainer"], result["label"], result["train_images"]) == ("y9", "cpu", 6)
+    assert (result["eval_images"], result["eval_targets"]) == (
+        2,
+        sum(
+            len((COCO8 / Path(p).with_suffix(".txt").name).read_text().splitlines())
+            for p in split.parent.joinpath("eval.txt").read_text().split()
+        ),
+    )
+    assert 0.0 <= result["map50_95"] <= result["map50"] <= 1.0
+    assert result["hyp"]["close_mosaic"] == Hyp().close_mosaic
+    assert len(result["per_epoch_map50_95"]) == 1
+    assert (out / "row.md").read_text().startswith("| split | y9 cpu | gelan-t | 0 |")
