@@ -18,3 +18,7 @@ running_runs() { # runs started and not yet ended, from $W/times.txt (pgrep woul
 wait_runs() { # until no bench_accuracy run is left (a run just started is given 5 s to appear)
   sleep 5; while pgrep -f "bench_accuracy.py run" > /dev/null; do sleep 3; done
 }
+machine() { # the GPU, driver, cores and torch of the machine, for the log
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
+  python3 -c "import torch; print(torch.__version__)"
+}

@@ -3,8 +3,7 @@
 # stage DATASET` for a dataset that call carries, then `bash benchmarks/gpu_sweep/poll.sh SECONDS TAG`.
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
 for f in .dev/data*/*/; do stage "$(basename $f)"; done
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc
-python3 -c "import torch; print(torch.__version__)"
+machine
 cp benchmarks/gpu_sweep/job.sh benchmarks/gpu_sweep/queue.sh "$2" $W/
 (setsid nohup bash $W/queue.sh "$1" $W/$(basename "$2") > $W/queue.log 2>&1 &)
 sleep 5; cat $W/times.txt
