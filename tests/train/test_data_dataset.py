@@ -122,9 +122,11 @@ def test_pipeline_flip_mirrors_image_and_labels(shared, tmp_path):
     for i in range(len(plain)):
         a, b = plain[i], flipped[i]
         diff = np.abs(a["img"][:, ::-1].astype(int) - b["img"].astype(int))
-        assert (
-            diff.mean() < 0.01 and (diff > 2).mean() < 1e-3
-        )  # OpenCV's fixed-point sampling aside, a mirror
+        # The flip is folded into the affine matrix, so OpenCV's fixed-point sampling may round a pixel the other
+        # way (by 1, on up to a few % of pixels depending on the CPU's code path); anything more is not a mirror.
+        assert (diff > 2).mean() < 1e-3 and diff.mean() < 0.5, (i, diff.mean(), (diff > 2).mean())
+        unflipped = np.abs(a["img"].astype(int) - b["img"].astype(int))
+        assert unflipped.mean() > 10 * max(diff.mean(), 0.1), (i, unflipped.mean())  # it did flip
         np.testing.assert_allclose(b["labels"][:, 1], 224 - a["labels"][:, 3], atol=1e-3)
         np.testing.assert_allclose(b["labels"][:, 3], 224 - a["labels"][:, 1], atol=1e-3)
         np.testing.assert_allclose(b["labels"][:, [0, 2, 4]], a["labels"][:, [0, 2, 4]], atol=1e-3)
