@@ -11,8 +11,10 @@ of ``lr0``; the trainer evaluates them every step, so resuming needs no schedule
 - ``cosine``: ``lrf + (1 - lrf) * (1 + cos(pi * t / E)) / 2`` (torch's CosineAnnealingLR with eta_min = lrf * lr0);
 - ``cosine_restarts``: cosine from 1 to ``eta_min`` over cycles of ``t0``, ``t0 * t_mult``, ... epochs
   (torch's CosineAnnealingWarmRestarts, with eta_min as a fraction of lr0).
-With ``lr_step: epoch`` (the official trainer) the schedule is evaluated at the epoch's start ``floor(t)`` only:
-constant within an epoch.
+With ``lr_step: epoch`` (the official trainer) the schedule is a LambdaLR stepped at each epoch's end: constant
+within an epoch, and one epoch behind once warmup is over (``lr_epoch``): warmup aims at ``schedule(epoch)``, the
+epoch where warmup ends keeps it, and every later epoch ``e`` runs at ``schedule(e - 1)``, the value the scheduler
+set when epoch ``e - 1`` ended (the official sets ``scheduler.last_epoch = -1`` after the constructor's step).
 Warmup (batch ``ni < nw``): each group's lr goes linearly from its start (0, or ``warmup_bias_lr`` for biases) to
 ``lr0 * schedule(t)``, and momentum from ``warmup_momentum`` to ``momentum``.
 
@@ -225,13 +227,23 @@ class LRController:
         self.hyp = hyp
         self.schedule = LRSchedule.from_hyp(hyp, epochs)
         self.nw = warmup_iters(hyp, batches_per_epoch)
+        self.nb = max(1, batches_per_epoch)
         self.adam = isinstance(optimizer, torch.optim.AdamW)
         self.per_epoch = hyp.lr_step == "epoch"
+
+    def lr_epoch(self, ni: int, t: float) -> float:
+        """Where the schedule is evaluated for batch ``ni`` at fractional epoch ``t``: ``t`` itself (``lr_step:
+        batch``); with ``lr_step: epoch``, ``floor(t)`` during warmup and in the epoch where it ends, then
+        ``floor(t) - 1`` (module docstring)."""
+        if not self.per_epoch:
+            return t
+        epoch = math.floor(t)
+        return epoch if ni < self.nw else max(epoch - 1, self.nw // self.nb)
 
     def lrs(self, ni: int, t: float) -> dict[str, float]:
         """Learning rate of each group (by name) at batch ``ni``, fractional epoch ``t`` (no side effects)."""
         out = {}
-        f = self.schedule.factor(math.floor(t) if self.per_epoch else t)
+        f = self.schedule.factor(self.lr_epoch(ni, t))
         for g in self.optimizer.param_groups:
             target = g["initial_lr"] * f
             if ni < self.nw:
