@@ -1,0 +1,322 @@
+"""Lockstep parity of ``y9 train --hyp official`` with the official ``train_dual.py``, on a CPU.
+
+Both trainers start from the same official checkpoint (``fixtures/official/real/yolov9-t-train-dual-final.pt``)
+on the four coco8 training images, resized to 640x480 PNG so that both pipelines decode and resize them to the same
+pixels, with every augmentation off, batch 4 (one batch an epoch), 160 px, 12 epochs, fp32. All 12 batches are in
+the official warmup (100 batches at least): lr, momentum and the accumulation ramp move every batch, and the
+optimiser steps after batches 0, 1, 2, 3, 5, 7 and 9 (accumulate 2 from batch 4, the un-stepped gradients of
+batches 4, 6, 8, 10, 11 dropped at the epoch's end).
+
+    python benchmarks/official_lockstep.py official --official-dir DIR --python PY --out OUT
+        runs train_dual.py untouched (``--save-period 1``: a checkpoint with its optimiser state after every
+        epoch) with PY, a Python that has the official code's requirements (torchvision among them), and writes
+        OUT/official-steps.json: the losses of each batch and, after each step, the norm of the SGD momentum
+        buffers per (layer, parameter group). tests/train/fixtures/official_lockstep.json is that file.
+    python benchmarks/official_lockstep.py compare --out OUT
+        teacher-forced: at each official step, y9's loss and clipped gradient (+ weight decay) at the official's
+        exact fp32 weights, rebuilt from the official's saved momentum buffers, against the official's ``d_p``
+        (``buffer - momentum * previous buffer``); then the free-running y9 run's per-step figures beside the
+        official's. Writes OUT/lockstep.json.
+
+The official checkpoints are read with y9's restricted unpickler (nothing in them is executed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EPOCHS, BATCH, IMGSZ = 12, 4, 160
+STEP_BATCHES = (0, 1, 2, 3, 5, 7, 9)  # batches after which both trainers step (official_step_batches)
+CHECKPOINT = ("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
+AUG_OFF = {"hsv_h": 0.0, "hsv_s": 0.0, "hsv_v": 0.0, "translate": 0.0, "scale": 0.0, "fliplr": 0.0,
+           "mosaic": 0.0, "mixup": 0.0, "copy_paste": 0.0}  # fmt: skip
+OFFICIAL_GROUPS = (
+    "bias",
+    "weights",
+    "bn",
+)  # smart_optimizer: SGD(biases), then decayed weights, then BN weights
+
+
+def shared_root() -> Path:
+    import os
+
+    return Path(os.environ.get("Y9_SHARED", ROOT.parent / "shared"))
+
+
+def build_data(coco8: Path, out: Path) -> Path:
+    """coco8's training images as 640x480 PNGs with their labels (normalised boxes stay valid under a resize),
+    and a data.yaml (val = train). Returns the data.yaml."""
+    import cv2
+
+    (out / "images" / "train").mkdir(parents=True, exist_ok=True)
+    (out / "labels" / "train").mkdir(parents=True, exist_ok=True)
+    for img in sorted((coco8 / "images" / "train").glob("*.jpg")):
+        pixels = cv2.resize(cv2.imread(str(img)), (640, 480), interpolation=cv2.INTER_AREA)
+        cv2.imwrite(str(out / "images" / "train" / f"{img.stem}.png"), pixels)
+        shutil.copy(
+            coco8 / "labels" / "train" / f"{img.stem}.txt", out / "labels" / "train" / f"{img.stem}.txt"
+        )
+    import yaml
+
+    names = yaml.safe_load((coco8 / "data.yaml").read_text())["names"]
+    data = {
+        "path": str(out.resolve()),
+        "train": "images/train",
+        "val": "images/train",
+        "nc": 80,
+        "names": names,
+    }
+    (out / "data.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    return out / "data.yaml"
+
+
+def y9_config(data: Path, project: Path, checkpoint: Path, name: str = "y9"):
+    """``y9 train --hyp official`` from ``checkpoint`` with the lockstep settings (augmentation off, fp32, CPU)."""
+    from y9train.train import build_config
+
+    return build_config(
+        data=str(data), model=str(checkpoint), hyp_file="official",
+        overrides=[f"{k}={v}" for k, v in {**AUG_OFF, "close_mosaic": 0}.items()], imgsz=IMGSZ, batch=BATCH,
+        epochs=EPOCHS, device="cpu", workers=0, val=False, seed=0, amp="off", project=str(project), name=name,
+        exist_ok=True, verbose=False,
+    )  # fmt: skip
+
+
+def layer_group_norms(tensors: dict, groups: dict) -> dict[str, float]:
+    """{"N/group": L2 norm} over the tensors of layer ``model.N`` in each parameter group."""
+    sq: dict[str, float] = {}
+    for key, t in tensors.items():
+        k = f"{key.split('.')[1]}/{groups[key]}"
+        sq[k] = sq.get(k, 0.0) + float((t.double() ** 2).sum())
+    return {k: math.sqrt(v) for k, v in sorted(sq.items())}
+
+
+# ------------------------------------------------------------------------------------------------ official side
+def official_param_names(state_dict: dict) -> tuple[list[str], dict[str, str]]:
+    """The official optimiser's parameter order and each parameter's group, from its model's state_dict order:
+    smart_optimizer walks the modules in order and puts ``bias`` in group 0, a BatchNorm ``weight`` (a module with
+    running statistics) in group 2, any other parameter in group 1."""
+    modules = {k.rsplit(".", 1)[0] for k in state_dict if k.endswith("running_mean")}
+    params = [k for k in state_dict if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))]
+    group = {}
+    for k in params:
+        module, leaf = k.rsplit(".", 1)
+        group[k] = "bias" if leaf == "bias" else "bn" if module in modules else "weights"
+    order = [k for g in OFFICIAL_GROUPS for k in params if group[k] == g]
+    return order, group
+
+
+def official_state(path: Path) -> dict:
+    """Raw weights (fp32 from the fp16 file), momentum buffers by name and group names of an official
+    epoch checkpoint."""
+    from y9train.official_pickle import load_official, placeholder_state_dict
+
+    ckpt = load_official(path)
+    model = {k: v.float() for k, v in placeholder_state_dict(ckpt["model"]).items()}
+    order, group = official_param_names(model)
+    opt = ckpt["optimizer"]
+    flat = [i for g in opt["param_groups"] for i in g["params"]]
+    if len(flat) != len(order):
+        raise ValueError(f"{path}: {len(flat)} optimiser parameters; expected {len(order)} from its model")
+    name = dict(zip(flat, order, strict=True))
+    bufs = {name[i]: s["momentum_buffer"].float() for i, s in opt["state"].items() if "momentum_buffer" in s}
+    return {"model": model, "bufs": bufs, "group": group, "updates": ckpt["updates"]}
+
+
+def run_official(args) -> None:
+    out = Path(args.out).resolve()
+    data = build_data(shared_root() / "datasets" / "coco8", out / "data")
+    hyp = {**_scratch_high(Path(args.official_dir)), **AUG_OFF}
+    (out / "hyp-lockstep.yaml").write_text("".join(f"{k}: {v}\n" for k, v in hyp.items()))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_accuracy import _official_env
+
+    cmd = [
+        args.python, "train_dual.py", "--weights", str(shared_root().joinpath(*CHECKPOINT)),
+        "--cfg", "models/detect/yolov9-t.yaml", "--data", str(data), "--hyp", str(out / "hyp-lockstep.yaml"),
+        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--img", str(IMGSZ), "--device", "cpu",
+        "--workers", "0", "--noval", "--noplots", "--seed", "0", "--save-period", "1",
+        "--project", str(out), "--name", "official", "--exist-ok",
+    ]  # fmt: skip
+    with open(out / "official.log", "w") as log:
+        subprocess.run(cmd, cwd=args.official_dir, env=_official_env(out), stdout=log, stderr=log, check=True)
+    run = out / "official"
+    with open(run / "results.csv") as f:
+        rows = [{k.strip(): v.strip() for k, v in r.items()} for r in csv.DictReader(f)]
+    steps = []
+    for it, row in enumerate(rows):
+        entry = {"iteration": it, **{k: float(row[f"train/{k}_loss"]) for k in ("box", "cls", "dfl")}}
+        if it in STEP_BATCHES:
+            st = official_state(run / "weights" / f"epoch{it}.pt")
+            entry["buffer_norms"] = layer_group_norms(st["bufs"], st["group"])
+        steps.append(entry)
+    result = {
+        "what": "train_dual.py at WongKinYiu/yolov9 5b1ea9a, CPU, fp32; see benchmarks/official_lockstep.py",
+        "command": " ".join(cmd[1:]),
+        "epochs": EPOCHS,
+        "batch": BATCH,
+        "imgsz": IMGSZ,
+        "iterations": steps,
+    }
+    (out / "official-steps.json").write_text(json.dumps(result, indent=1))
+    print(f"wrote {out / 'official-steps.json'}")
+
+
+def _scratch_high(official_dir: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load((official_dir / "data" / "hyps" / "hyp.scratch-high.yaml").read_text())
+
+
+# ------------------------------------------------------------------------------------------------ y9 side
+def free_running(data: Path, project: Path, checkpoint: Path, iterations: int = EPOCHS) -> list[dict]:
+    """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms."""
+    import torch
+
+    from y9train.hooks import StopTraining
+    from y9train.trainer import Trainer
+
+    rows: list[dict] = []
+
+    def record(tr) -> None:
+        names = {id(p): n for n, p in tr.model.named_parameters()}
+        parts = {k: float(tr.last_parts[k]) for k in ("box", "cls", "dfl")}
+        entry = {"iteration": tr.iteration - 1, **parts}
+        if tr.last_opt_step == tr.iteration - 1:
+            bufs, groups = {}, {}
+            for g in tr.optimizer.param_groups:
+                for p in g["params"]:
+                    state = tr.optimizer.state.get(p, {})
+                    if "momentum_buffer" in state:
+                        bufs[names[id(p)]] = state["momentum_buffer"]
+                        groups[names[id(p)]] = g["name"]
+            entry["buffer_norms"] = layer_group_norms(bufs, groups)
+        rows.append(entry)
+        if tr.iteration >= iterations:
+            raise StopTraining
+
+    torch.manual_seed(0)
+    Trainer(y9_config(data, project, checkpoint), callbacks={"on_step_end": [record]}).fit()
+    return rows
+
+
+def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path) -> list[dict]:
+    """At each official step: y9's loss and clipped gradient (+ decay) at the official's exact weights."""
+    import torch
+
+    from y9train.trainer import Trainer
+
+    trainer = Trainer(y9_config(data, project, checkpoint, name="teacher"))
+    trainer.setup()
+    model, hyp = trainer.model, trainer.config.hyp
+    batch = next(iter(trainer.train_loader))
+    imgs, labels = batch["img"].float() / 255, batch["labels"]
+    named = dict(model.named_parameters())
+    first = official_state(run / "weights" / "epoch0.pt")
+    keys, group = sorted(first["bufs"]), first["group"]
+    prev: dict = {}  # y9's model starts from the checkpoint the official started from
+    lf = lambda e: (1 - e / EPOCHS) * (1.0 - hyp.lrf) + hyp.lrf  # noqa: E731
+    rows = []
+    for it in STEP_BATCHES:
+        st = official_state(run / "weights" / f"epoch{it}.pt")
+        m = float(np.interp(it, [0, 100], [hyp.warmup_momentum, hyp.momentum]))
+        model.zero_grad(set_to_none=True)
+        loss, parts = trainer.loss_fn(model(imgs), labels)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_([named[k] for k in keys], hyp.clip_grad)
+        with torch.no_grad():
+            ours, theirs = [], []
+            for k in keys:
+                wd = hyp.weight_decay if group[k] == "weights" else 0.0
+                dp = st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k]
+                ours.append((named[k].grad + wd * named[k]).flatten().double())
+                theirs.append(dp.flatten().double())
+            a, b = torch.cat(ours), torch.cat(theirs)
+            rows.append({"iteration": it, **{k: float(parts[k]) for k in ("box", "cls", "dfl")},
+                         "grad_norm_before_clip": float(norm),
+                         "cosine": float(torch.nn.functional.cosine_similarity(a, b, 0)),
+                         "relative_error": float((a - b).norm() / b.norm())})  # fmt: skip
+            for k in keys:  # the official's nesterov update of its own weights: p -= lr * (d_p + m * buf)
+                dp = st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k]
+                start = hyp.warmup_bias_lr if group[k] == "bias" else 0.0
+                lr = float(np.interp(it, [0, 100], [start, hyp.lr0 * lf(it)]))
+                named[k] -= lr * (dp + m * st["bufs"][k])
+                prev[k] = st["bufs"][k]
+    last = official_state(run / "weights" / f"epoch{EPOCHS - 1}.pt")["model"]
+    num = sum(float(((named[k].detach() - last[k]) ** 2).sum()) for k in keys)
+    den = sum(float((last[k] ** 2).sum()) for k in keys)
+    rows.append({"rebuilt_vs_official_final_fp16": math.sqrt(num / den)})
+    return rows
+
+
+def compare(args) -> None:
+    out = Path(args.out).resolve()
+    official = json.loads((out / "official-steps.json").read_text())["iterations"]
+    data = out / "data" / "data.yaml"
+    checkpoint = shared_root().joinpath(*CHECKPOINT)
+    forced = teacher_forced(data, out / "official", out / "y9", checkpoint)
+    free = free_running(data, out / "y9", checkpoint)
+    for row in forced[:-1]:
+        ref = official[row["iteration"]]
+        row["official_loss"] = [ref["box"], ref["cls"], ref["dfl"]]
+        print(
+            f"teacher-forced batch {row['iteration']}: loss y9 {row['box']:.5f} {row['cls']:.5f} {row['dfl']:.5f} "
+            f"official {ref['box']} {ref['cls']} {ref['dfl']}; clipped gradient cosine {row['cosine']:.6f}, "
+            f"relative error {row['relative_error']:.2e}"
+        )
+    print(
+        f"official weights rebuilt from its buffers vs its final fp16 weights: "
+        f"{forced[-1]['rebuilt_vs_official_final_fp16']:.2e} relative"
+    )
+    drift = []
+    for ours, ref in zip(free, official, strict=True):
+        d = {"iteration": ours["iteration"], "loss_y9": [ours[k] for k in ("box", "cls", "dfl")],
+             "loss_official": [ref[k] for k in ("box", "cls", "dfl")]}  # fmt: skip
+        if "buffer_norms" in ref:
+            d["buffer_norm_max_relative_difference"] = max_relative(ours["buffer_norms"], ref["buffer_norms"])
+        drift.append(d)
+        print(f"free-running batch {d['iteration']}: loss y9 {' '.join(f'{v:.5f}' for v in d['loss_y9'])} "
+              f"official {' '.join(str(v) for v in d['loss_official'])}"
+              + (f"; buffer norms differ by {d['buffer_norm_max_relative_difference']:.2e} at most"
+                 if "buffer_norm_max_relative_difference" in d else ""))  # fmt: skip
+    (out / "lockstep.json").write_text(
+        json.dumps({"teacher_forced": forced, "free_running": drift}, indent=1)
+    )
+    print(f"wrote {out / 'lockstep.json'}")
+
+
+def max_relative(ours: dict[str, float], ref: dict[str, float]) -> float:
+    if set(ours) != set(ref):
+        raise ValueError(f"layer/group sets differ: {sorted(set(ours) ^ set(ref))[:6]}")
+    return max(abs(ours[k] - ref[k]) / max(ref[k], 1e-12) for k in ref)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    o = sub.add_parser("official", help="run train_dual.py untouched and record its steps")
+    o.add_argument("--official-dir", required=True, help="the official YOLOv9 source tree")
+    o.add_argument("--python", required=True, help="a Python with the official requirements (torchvision)")
+    o.add_argument("--out", required=True)
+    c = sub.add_parser("compare", help="teacher-forced and free-running y9 against the official run in --out")
+    c.add_argument("--out", required=True)
+    return p
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    run_official(args) if args.command == "official" else compare(args)
+
+
+if __name__ == "__main__":
+    main()

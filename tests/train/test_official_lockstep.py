@@ -1,0 +1,74 @@
+"""`y9 train --hyp official` takes the official train_dual.py's first optimiser steps.
+
+tests/data/official_lockstep.json was written by ``benchmarks/official_lockstep.py official``: the untouched
+train_dual.py (WongKinYiu/yolov9 5b1ea9a, CPU, fp32) started from the shared official checkpoint
+``real/yolov9-t-train-dual-final.pt`` on coco8's four training images (640x480 PNG copies, augmentation off,
+batch 4, 160 px, 12 epochs); per batch its logged losses (5 significant digits) and, after each optimiser step, the
+norms of its SGD momentum buffers per (layer, parameter group), read from its epoch checkpoints.
+
+The batches' losses test the data pipeline, the model, the assigner and the loss (main and auxiliary branches);
+the buffers after step 0 test the gradient of every layer, the clipping to norm 10 and the weight decay of each
+group; later batches test the warmup lr of each group (biases from 0.1, weights from 0), the momentum warmup and
+the nesterov update. Only the first three batches are compared: training from this state is chaotic at the level
+of float rounding (y9 on 1 thread against y9 on 2 threads: buffer norms 5e-5 apart after batch 0, 9e-4 after
+batch 2, 1.4e-2 after batch 3, 0.3 after batch 5), so later batches differ between any two machines.
+``benchmarks/official_lockstep.py compare`` checks all seven steps teacher-forced (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "data" / "official_lockstep.json"
+# batch: (loss tolerance, absolute; buffer-norm tolerance, relative). The official logs 5 significant digits
+# (a rounding of up to 5e-5 on these losses); the rest is the float noise above.
+TOLERANCE = {0: (1.5e-4, 1e-3), 1: (1.5e-4, 3e-3), 2: (1.5e-3, 1e-2)}
+
+
+def _lockstep():
+    spec = importlib.util.spec_from_file_location(
+        "official_lockstep", ROOT / "benchmarks" / "official_lockstep.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    lockstep = _lockstep()
+    tmp = tmp_path_factory.mktemp("lockstep")
+    data = lockstep.build_data(shared_path("datasets", "coco8"), tmp / "data")
+    checkpoint = shared_path("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
+    ours = lockstep.free_running(data, tmp / "runs", checkpoint, iterations=len(TOLERANCE))
+    return ours, json.loads(FIXTURE.read_text())["iterations"], lockstep
+
+
+@pytest.mark.parametrize("batch", sorted(TOLERANCE))
+def test_losses_and_momentum_buffers_match_train_dual(runs, batch):
+    ours, official, lockstep = runs
+    loss_tol, buffer_tol = TOLERANCE[batch]
+    mine, ref = ours[batch], official[batch]
+    assert mine["iteration"] == ref["iteration"] == batch
+    for part in ("box", "cls", "dfl"):
+        assert mine[part] == pytest.approx(ref[part], abs=loss_tol), (batch, part)
+    assert "buffer_norms" in mine and "buffer_norms" in ref  # both stepped after this batch (accumulate 1)
+    assert lockstep.max_relative(mine["buffer_norms"], ref["buffer_norms"]) < buffer_tol, batch
+
+
+def test_the_fixture_moves_more_than_the_tolerances(runs):
+    """The comparison can fail: from batch to batch the official's losses and buffers change by far more than the
+    tolerances, so a wrong lr, momentum, clipping or decay would not pass for a right one."""
+    _, official, lockstep = runs
+    for batch in (1, 2):
+        loss_tol, buffer_tol = TOLERANCE[batch]
+        a, b = official[batch - 1], official[batch]
+        assert max(abs(a[p] - b[p]) for p in ("box", "cls", "dfl")) > 20 * loss_tol
+        assert lockstep.max_relative(b["buffer_norms"], a["buffer_norms"]) > 10 * buffer_tol
