@@ -107,7 +107,7 @@ def official_param_names(state_dict: dict) -> tuple[list[str], dict[str, str]]:
     smart_optimizer walks the modules in order and puts ``bias`` in group 0, a BatchNorm ``weight`` (a module with
     running statistics) in group 2, any other parameter in group 1."""
     modules = {k.rsplit(".", 1)[0] for k in state_dict if k.endswith("running_mean")}
-    params = [k for k in state_dict if not k.endswith(("running_mean", "running_var", "num_batches_tracked"))]
+    params = [k for k in state_dict if not k.endswith(STATS)]
     group = {}
     for k in params:
         module, leaf = k.rsplit(".", 1)
@@ -179,8 +179,11 @@ def _scratch_high(official_dir: Path) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ y9 side
-def free_running(data: Path, project: Path, checkpoint: Path, iterations: int = EPOCHS) -> list[dict]:
-    """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms."""
+def free_running(
+    data: Path, project: Path, checkpoint: Path, iterations: int = EPOCHS, ema_at: tuple[int, ...] = ()
+) -> list[dict]:
+    """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms (and for the
+    batches in ``ema_at`` a copy of the EMA model's state_dict under ``"ema"``)."""
     import torch
 
     from y9train.hooks import StopTraining
@@ -192,6 +195,8 @@ def free_running(data: Path, project: Path, checkpoint: Path, iterations: int = 
         names = {id(p): n for n, p in tr.model.named_parameters()}
         parts = {k: float(tr.last_parts[k]) for k in ("box", "cls", "dfl")}
         entry = {"iteration": tr.iteration - 1, **parts}
+        if entry["iteration"] in ema_at:
+            entry["ema"] = {k: v.detach().clone() for k, v in tr.ema.module.state_dict().items()}
         if tr.last_opt_step == tr.iteration - 1:
             bufs, groups = {}, {}
             for g in tr.optimizer.param_groups:
@@ -265,7 +270,7 @@ def compare(args) -> None:
     data = out / "data" / "data.yaml"
     checkpoint = shared_root().joinpath(*CHECKPOINT)
     forced = teacher_forced(data, out / "official", out / "y9", checkpoint)
-    free = free_running(data, out / "y9", checkpoint)
+    free = free_running(data, out / "y9", checkpoint, ema_at=STEP_BATCHES[:3])
     for row in forced[:-1]:
         ref = official[row["iteration"]]
         row["official_loss"] = [ref["box"], ref["cls"], ref["dfl"]]
@@ -284,6 +289,12 @@ def compare(args) -> None:
              "loss_official": [ref[k] for k in ("box", "cls", "dfl")]}  # fmt: skip
         if "buffer_norms" in ref:
             d["buffer_norm_max_relative_difference"] = max_relative(ours["buffer_norms"], ref["buffer_norms"])
+        if "ema" in ours:
+            d["ema_relative_difference"] = ema_difference(
+                ours.pop("ema"), out / "official", ours["iteration"]
+            )
+            print(f"EMA after batch {d['iteration']} (weights, BatchNorm statistics) against the official's "
+                  f"(fp16 in its file): {d['ema_relative_difference']}")  # fmt: skip
         drift.append(d)
         print(f"free-running batch {d['iteration']}: loss y9 {' '.join(f'{v:.5f}' for v in d['loss_y9'])} "
               f"official {' '.join(str(v) for v in d['loss_official'])}"
@@ -293,6 +304,27 @@ def compare(args) -> None:
         json.dumps({"teacher_forced": forced, "free_running": drift}, indent=1)
     )
     print(f"wrote {out / 'lockstep.json'}")
+
+
+def ema_difference(ours: dict, run: Path, iteration: int) -> dict[str, float]:
+    """Relative L2 difference of y9's EMA state from the official's after ``iteration``: weights and BatchNorm
+    running statistics (``num_batches_tracked`` is left out: the official EMA keeps integer buffers as loaded)."""
+    from y9train.official_pickle import load_official, placeholder_state_dict
+
+    ref = placeholder_state_dict(load_official(run / "weights" / f"epoch{iteration}.pt")["ema"])
+    out = {}
+    for what, pick in (
+        ("weights", lambda k: not k.endswith(STATS)),
+        ("bn_stats", lambda k: k.endswith(STATS[:2])),
+    ):
+        keys = [k for k in ref if pick(k)]
+        num = sum(float(((ours[k].double() - ref[k].double()) ** 2).sum()) for k in keys)
+        den = sum(float((ref[k].double() ** 2).sum()) for k in keys)
+        out[what] = math.sqrt(num / den)
+    return out
+
+
+STATS = ("running_mean", "running_var", "num_batches_tracked")
 
 
 def max_relative(ours: dict[str, float], ref: dict[str, float]) -> float:
