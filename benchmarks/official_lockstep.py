@@ -1,7 +1,7 @@
 """Lockstep parity of ``y9 train --hyp official`` with the official ``train_dual.py``, on a CPU.
 
 Both trainers start from the same official checkpoint (``fixtures/official/real/yolov9-t-train-dual-final.pt``)
-on the four coco8 training images, resized to 640x480 PNG so that both pipelines decode and resize them to the same
+on the four coco8 training images, padded to 640x480 PNGs so that both pipelines decode and resize them to the same
 pixels, with every augmentation off, batch 4 (one batch an epoch), 160 px, 12 epochs, fp32. All 12 batches are in
 the official warmup (100 batches at least): lr, momentum and the accumulation ramp move every batch, and the
 optimiser steps after batches 0, 1, 2, 3, 5, 7 and 9 (accumulate 2 from batch 4, the un-stepped gradients of
@@ -27,7 +27,6 @@ import argparse
 import csv
 import json
 import math
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,20 +53,27 @@ def shared_root() -> Path:
 
 
 def build_data(coco8: Path, out: Path) -> Path:
-    """coco8's training images as 640x480 PNGs with their labels (normalised boxes stay valid under a resize),
-    and a data.yaml (val = train). Returns the data.yaml."""
+    """coco8's training images padded at the bottom to 640x480 (grey 114, no resampling: the same pixels on every
+    machine) as PNGs, their labels rescaled to the taller image, and a data.yaml (val = train). Returns it."""
     import cv2
+    import yaml
 
     (out / "images" / "train").mkdir(parents=True, exist_ok=True)
     (out / "labels" / "train").mkdir(parents=True, exist_ok=True)
     for img in sorted((coco8 / "images" / "train").glob("*.jpg")):
-        pixels = cv2.resize(cv2.imread(str(img)), (640, 480), interpolation=cv2.INTER_AREA)
-        cv2.imwrite(str(out / "images" / "train" / f"{img.stem}.png"), pixels)
-        shutil.copy(
-            coco8 / "labels" / "train" / f"{img.stem}.txt", out / "labels" / "train" / f"{img.stem}.txt"
+        pixels = cv2.imread(str(img))
+        h, w = pixels.shape[:2]
+        if w != 640 or h > 480:
+            raise ValueError(
+                f"{img}: {w}x{h} pixels; expected 640 wide and at most 480 high (coco8's train images)"
+            )
+        cv2.imwrite(
+            str(out / "images" / "train" / f"{img.stem}.png"),
+            cv2.copyMakeBorder(pixels, 0, 480 - h, 0, 0, cv2.BORDER_CONSTANT, value=(114, 114, 114)),
         )
-    import yaml
-
+        labels = np.loadtxt(coco8 / "labels" / "train" / f"{img.stem}.txt", ndmin=2)
+        labels[:, [2, 4]] *= h / 480
+        np.savetxt(out / "labels" / "train" / f"{img.stem}.txt", labels, fmt=["%d"] + ["%.6f"] * 4)
     names = yaml.safe_load((coco8 / "data.yaml").read_text())["names"]
     data = {
         "path": str(out.resolve()),

@@ -2,7 +2,7 @@
 
 tests/data/official_lockstep.json was written by ``benchmarks/official_lockstep.py official``: the untouched
 train_dual.py (WongKinYiu/yolov9 5b1ea9a, CPU, fp32) started from the shared official checkpoint
-``real/yolov9-t-train-dual-final.pt`` on coco8's four training images (640x480 PNG copies, augmentation off,
+``real/yolov9-t-train-dual-final.pt`` on coco8's four training images (PNG copies padded to 640x480, augmentation off,
 batch 4, 160 px, 12 epochs); per batch its logged losses (5 significant digits) and, after each optimiser step, the
 norms of its SGD momentum buffers per (layer, parameter group), read from its epoch checkpoints.
 
@@ -10,8 +10,8 @@ The batches' losses test the data pipeline, the model, the assigner and the loss
 the buffers after step 0 test the gradient of every layer, the clipping to norm 10 and the weight decay of each
 group; later batches test the warmup lr of each group (biases from 0.1, weights from 0), the momentum warmup and
 the nesterov update. Only the first three batches are compared: training from this state is chaotic at the level
-of float rounding (y9 on 1 thread against y9 on 2 threads: buffer norms 5e-5 apart after batch 0, 9e-4 after
-batch 2, 1.4e-2 after batch 3, 0.3 after batch 5), so later batches differ between any two machines.
+of float rounding (y9 on 1 thread against y9 on 2 threads: buffer norms 8.5e-5 apart after batch 0, 6.8e-4
+after batch 2, 2.7e-2 after batch 3, 0.29 after batch 5), so later batches differ between any two machines.
 ``benchmarks/official_lockstep.py compare`` checks all seven steps teacher-forced (docs/benchmarks.md).
 """
 
