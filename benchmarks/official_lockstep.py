@@ -39,11 +39,10 @@ STEP_BATCHES = (0, 1, 2, 3, 5, 7, 9)  # batches after which both trainers step (
 CHECKPOINT = ("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
 AUG_OFF = {"hsv_h": 0.0, "hsv_s": 0.0, "hsv_v": 0.0, "translate": 0.0, "scale": 0.0, "fliplr": 0.0,
            "mosaic": 0.0, "mixup": 0.0, "copy_paste": 0.0}  # fmt: skip
-OFFICIAL_GROUPS = (
-    "bias",
-    "weights",
-    "bn",
-)  # smart_optimizer: SGD(biases), then decayed weights, then BN weights
+# smart_optimizer's groups in order: SGD(biases), then decayed weights, then BatchNorm weights
+OFFICIAL_GROUPS = ("bias", "weights", "bn")
+WARMUP = 100  # the official warmup, max(round(3 epochs x 1 batch), 100) batches: all 12 batches are inside it
+STATS = ("running_mean", "running_var", "num_batches_tracked")  # BatchNorm buffers
 
 
 def shared_root() -> Path:
@@ -136,7 +135,7 @@ def official_state(path: Path) -> dict:
         raise ValueError(f"{path}: {len(flat)} optimiser parameters; expected {len(order)} from its model")
     name = dict(zip(flat, order, strict=True))
     bufs = {name[i]: s["momentum_buffer"].float() for i, s in opt["state"].items() if "momentum_buffer" in s}
-    return {"model": model, "bufs": bufs, "group": group, "updates": ckpt["updates"]}
+    return {"model": model, "bufs": bufs, "group": group}
 
 
 def run_official(args) -> None:
@@ -190,7 +189,6 @@ def free_running(
 ) -> list[dict]:
     """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms (and for the
     batches in ``ema_at`` a copy of the EMA model's state_dict under ``"ema"``)."""
-    import torch
 
     from y9train.hooks import StopTraining
     from y9train.trainer import Trainer
@@ -216,7 +214,6 @@ def free_running(
         if tr.iteration >= iterations:
             raise StopTraining
 
-    torch.manual_seed(0)
     Trainer(y9_config(data, project, checkpoint), callbacks={"on_step_end": [record]}).fit()
     return rows
 
@@ -240,34 +237,36 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path) -> li
     rows = []
     for it in STEP_BATCHES:
         st = official_state(run / "weights" / f"epoch{it}.pt")
-        m = float(np.interp(it, [0, 100], [hyp.warmup_momentum, hyp.momentum]))
+        m = float(np.interp(it, [0, WARMUP], [hyp.warmup_momentum, hyp.momentum]))
         model.zero_grad(set_to_none=True)
         loss, parts = trainer.loss_fn(model(imgs), labels)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_([named[k] for k in keys], hyp.clip_grad)
         with torch.no_grad():
-            ours, theirs = [], []
-            for k in keys:
-                wd = hyp.weight_decay if group[k] == "weights" else 0.0
-                dp = st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k]
-                ours.append((named[k].grad + wd * named[k]).flatten().double())
-                theirs.append(dp.flatten().double())
-            a, b = torch.cat(ours), torch.cat(theirs)
+            dp = {
+                k: st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k] for k in keys
+            }  # official d_p
+            decay = {k: hyp.weight_decay if group[k] == "weights" else 0.0 for k in keys}
+            a = torch.cat([(named[k].grad + decay[k] * named[k]).flatten().double() for k in keys])
+            b = torch.cat([dp[k].flatten().double() for k in keys])
             rows.append({"iteration": it, **{k: float(parts[k]) for k in ("box", "cls", "dfl")},
                          "grad_norm_before_clip": float(norm),
                          "cosine": float(torch.nn.functional.cosine_similarity(a, b, 0)),
                          "relative_error": float((a - b).norm() / b.norm())})  # fmt: skip
             for k in keys:  # the official's nesterov update of its own weights: p -= lr * (d_p + m * buf)
-                dp = st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k]
                 start = hyp.warmup_bias_lr if group[k] == "bias" else 0.0
-                lr = float(np.interp(it, [0, 100], [start, hyp.lr0 * lf(it)]))
-                named[k] -= lr * (dp + m * st["bufs"][k])
+                lr = float(np.interp(it, [0, WARMUP], [start, hyp.lr0 * lf(it)]))
+                named[k] -= lr * (dp[k] + m * st["bufs"][k])
                 prev[k] = st["bufs"][k]
     last = official_state(run / "weights" / f"epoch{EPOCHS - 1}.pt")["model"]
-    num = sum(float(((named[k].detach() - last[k]) ** 2).sum()) for k in keys)
-    den = sum(float((last[k] ** 2).sum()) for k in keys)
-    rows.append({"rebuilt_vs_official_final_fp16": math.sqrt(num / den)})
+    rows.append({"rebuilt_vs_official_final_fp16": relative_l2(named, last, keys)})
     return rows
+
+
+def relative_l2(ours: dict, ref: dict, keys) -> float:
+    """``||ours - ref|| / ||ref||`` over the tensors ``keys`` taken together."""
+    num = sum(float(((ours[k].detach().double() - ref[k].double()) ** 2).sum()) for k in keys)
+    return math.sqrt(num / sum(float((ref[k].double() ** 2).sum()) for k in keys))
 
 
 def compare(args) -> None:
@@ -318,19 +317,10 @@ def ema_difference(ours: dict, run: Path, iteration: int) -> dict[str, float]:
     from y9train.official_pickle import load_official, placeholder_state_dict
 
     ref = placeholder_state_dict(load_official(run / "weights" / f"epoch{iteration}.pt")["ema"])
-    out = {}
-    for what, pick in (
-        ("weights", lambda k: not k.endswith(STATS)),
-        ("bn_stats", lambda k: k.endswith(STATS[:2])),
-    ):
-        keys = [k for k in ref if pick(k)]
-        num = sum(float(((ours[k].double() - ref[k].double()) ** 2).sum()) for k in keys)
-        den = sum(float((ref[k].double() ** 2).sum()) for k in keys)
-        out[what] = math.sqrt(num / den)
-    return out
-
-
-STATS = ("running_mean", "running_var", "num_batches_tracked")
+    return {
+        "weights": relative_l2(ours, ref, [k for k in ref if not k.endswith(STATS)]),
+        "bn_stats": relative_l2(ours, ref, [k for k in ref if k.endswith(STATS[:2])]),
+    }
 
 
 def max_relative(ours: dict[str, float], ref: dict[str, float]) -> float:
