@@ -6,7 +6,7 @@ job() {
   cp -r $W/data/$ds $d/data
   (cd $W/code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds > $d/split.log 2>&1)
   echo "$(date +%s) start $name" >> $W/times.txt
-  (cd $W/code && setsid nohup bash -c "python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label ${name%-s[0-9]} $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; echo \"\$(date +%s) end $name rc=\$?\" >> $W/times.txt" > /dev/null 2>&1 &)
+  (cd $W/code && setsid nohup bash -c "python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label ${name%-s[0-9]} $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; rc=\$?; echo \"\$(date +%s) end $name rc=\$rc\" >> $W/times.txt" > /dev/null 2>&1 &)
 }
 stage() { # stage DATASET from .dev/dataN
   for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1 && touch $W/data/$1.staged; done
