@@ -12,7 +12,9 @@ and the mean and spread over samples of each sample's mean channel values (HSV g
     python benchmarks/augment_stats.py y9 --data D.yaml --samples N --out F      samples y9's YoloDataset
     python benchmarks/augment_stats.py table A.json B.json                         both side by side
 
-Every sample is drawn for a random image, as a shuffled epoch does; mosaic stays on (no close-mosaic).
+Every sample is drawn for a random image, as a shuffled epoch does. Mosaic stays on unless ``--no-mosaic`` is given:
+then both pipelines make the samples of the close-mosaic epochs (the official ``dataset.mosaic = False``, y9's
+``SampleKey(..., mosaic=False)``): letterbox, then the affine (scale, translate), HSV and flips, without mixup.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ import json, random, sys
 import numpy as np, yaml
 from utils.dataloaders import LoadImagesAndLabels
 from utils.general import check_dataset
-data, n, out, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+data, n, out, seed, mosaic = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
 hyp = yaml.safe_load(open("data/hyps/hyp.scratch-high.yaml"))
 d = check_dataset(data)
 ds = LoadImagesAndLabels(d["train"], {imgsz}, 16, augment=True, hyp=hyp, rect=False, stride=32)
+ds.mosaic = ds.mosaic and mosaic  # train_dual.py's close-mosaic sets this attribute
 random.seed(seed); np.random.seed(seed)
 rows = []
 for _ in range(n):
@@ -69,6 +72,7 @@ def sample_official(args) -> list[dict]:
         str(args.samples),
         str(out),
         str(args.seed),
+        "0" if args.no_mosaic else "1",
     ]
     subprocess.run(cmd, cwd=args.official_dir, env=_official_env(work), check=True)
     return json.loads(out.read_text())
@@ -84,7 +88,7 @@ def sample_y9(args) -> list[dict]:
     rng = np.random.default_rng(args.seed)
     rows = []
     for k in range(args.samples):
-        s = ds[SampleKey(int(rng.integers(len(ds))), (IMGSZ, IMGSZ), k // len(ds), True)]
+        s = ds[SampleKey(int(rng.integers(len(ds))), (IMGSZ, IMGSZ), k // len(ds), not args.no_mosaic)]
         img, lb = s["img"], s["labels"]
         rows.append({"shape": list(img.shape[:2]), "wh": (lb[:, 3:5] - lb[:, 1:3]).tolist(),
                      "cx": ((lb[:, 1] + lb[:, 3]) / 2).tolist(), "mean_bgr": img.reshape(-1, 3).mean(0).tolist()})  # fmt: skip
@@ -141,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--samples", type=int, default=1000)
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--out", required=True, help="JSON of per-sample statistics")
+        s.add_argument("--no-mosaic", action="store_true", help="the samples of the close-mosaic epochs")
         if name == "official":
             s.add_argument("--official-dir", required=True)
             s.add_argument("--python", required=True)
