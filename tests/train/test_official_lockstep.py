@@ -11,7 +11,13 @@ the buffers after step 0 test the gradient of every layer, the clipping to norm 
 group; later batches test the warmup lr of each group (biases from 0.1, weights from 0), the momentum warmup and
 the nesterov update. Only the first three batches are compared: training from this state is chaotic at the level
 of float rounding (y9 on 1 thread against y9 on 2 threads: buffer norms 8.5e-5 apart after batch 0, 6.8e-4
-after batch 2, 2.7e-2 after batch 3, 0.29 after batch 5), so later batches differ between any two machines.
+after batch 2, 2.7e-2 after batch 3, 0.29 after batch 5), so later batches differ between any two machines, and
+the first three between CPUs: the fixture was recorded on an AMD EPYC, where y9 lands within 5.8e-7 / 1.3e-4 /
+1.5e-3 of it (buffers, batches 0 / 1 / 2), and on an Intel Xeon y9 lands up to 3.1e-4 / 2.5e-3 / 2.4e-2 away
+(losses 3.3e-5 / 2.7e-4 / 4.6e-3; 1 or 2 threads). The tolerances leave about 3x that; each of these one-value
+changes still fails (on the Xeon; first failing batch): assigner=y9 (0), weight_decay=0.0006 (0), aux_weight=0.3
+(0), clip_grad=11 (0), warmup_momentum=0.937 (1), warmup_bias_lr=0.09 (1), lr0=0.011 (2: loss 2.6e-2, buffers
+0.17).
 ``benchmarks/official_lockstep.py compare`` checks all seven steps teacher-forced (docs/benchmarks.md).
 """
 
@@ -28,8 +34,8 @@ from tests.conftest import shared_path
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "official_lockstep.json"
 # batch: (loss tolerance, absolute; buffer-norm tolerance, relative). The official logs 5 significant digits
-# (a rounding of up to 5e-5 on these losses); the rest is the float noise above.
-TOLERANCE = {0: (1.5e-4, 1e-3), 1: (1.5e-4, 3e-3), 2: (1.5e-3, 1e-2)}
+# (a rounding of up to 5e-5 on these losses); the rest is the float noise above, on two CPUs.
+TOLERANCE = {0: (1.5e-4, 1e-3), 1: (1e-3, 8e-3), 2: (1.2e-2, 7e-2)}
 
 
 def _lockstep():
@@ -64,11 +70,12 @@ def test_losses_and_momentum_buffers_match_train_dual(runs, batch):
 
 
 def test_the_fixture_moves_more_than_the_tolerances(runs):
-    """The comparison can fail: from batch to batch the official's losses and buffers change by far more than the
-    tolerances, so a wrong lr, momentum, clipping or decay would not pass for a right one."""
+    """The comparison can fail: from batch to batch the official's losses and buffers change by several times the
+    tolerances (batch 1: 160x the loss tolerance, 120x the buffers'; batch 2: 8x and 5.5x), so one step's worth of
+    a wrong lr, momentum, clipping or decay does not pass for a right one."""
     _, official, lockstep = runs
     for batch in (1, 2):
         loss_tol, buffer_tol = TOLERANCE[batch]
         a, b = official[batch - 1], official[batch]
-        assert max(abs(a[p] - b[p]) for p in ("box", "cls", "dfl")) > 20 * loss_tol
-        assert lockstep.max_relative(b["buffer_norms"], a["buffer_norms"]) > 10 * buffer_tol
+        assert max(abs(a[p] - b[p]) for p in ("box", "cls", "dfl")) > 5 * loss_tol
+        assert lockstep.max_relative(b["buffer_norms"], a["buffer_norms"]) > 5 * buffer_tol
