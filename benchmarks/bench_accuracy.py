@@ -202,6 +202,7 @@ def official_command(args, out: Path) -> list[str]:
         "--noplots",
         "--workers", str(args.workers), "--seed", str(args.seed), "--device", os.environ.get("BENCH_DEVICE", "0"),
         "--project", str(out.resolve()), "--name", "official", "--exist-ok",
+        *(["--save-period", "1"] if args.score_epochs else []),
     ]  # fmt: skip
 
 
@@ -214,8 +215,28 @@ def train_official(args, out: Path) -> tuple[object, float, dict]:
     with open(out / "official.log", "w") as log:
         subprocess.run(cmd, cwd=src, env=_official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - t0
-    last = out / "official" / "weights" / "last.pt"
-    return load_checkpoint(last), wall, {"command": " ".join(cmd)}
+    weights = out / "official" / "weights"
+    extra = {"command": " ".join(cmd)}
+    if args.score_epochs:
+        extra["per_epoch_scored"] = score_epoch_checkpoints(args, weights)
+    return load_checkpoint(weights / "last.pt"), wall, extra
+
+
+def score_epoch_checkpoints(args, weights: Path) -> dict[int, float]:
+    """mAP50-95 by y9's evaluator of the EMA in each of the last ``--score-epochs`` epoch checkpoints that
+    ``--save-period 1`` made the official trainer write (``epoch{e}.pt``, e from 0), keyed by 1-based epoch as
+    y9's per-epoch validation (which uses the same evaluator) is; each file is removed once scored."""
+    from y9train.checkpoint import load_checkpoint
+
+    scored = {}
+    for e in range(max(0, args.epochs - args.score_epochs), args.epochs):
+        path = weights / f"epoch{e}.pt"
+        scored[e + 1] = evaluate_module(load_checkpoint(path), Path(args.data), args.imgsz,
+                                        workers=min(args.workers, 8))["map50_95"]  # fmt: skip
+        print(f"epoch {e + 1}: mAP50-95 {scored[e + 1]:.4f} (y9's evaluator)", flush=True)
+    for path in weights.glob("epoch*.pt"):
+        path.unlink()
+    return scored
 
 
 def ultralytics_arguments(args, out: Path) -> tuple[str, dict]:
@@ -326,6 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)"
     )
     rp.add_argument("--official-dir", help="source tree of the official YOLOv9 code (--reference official)")
+    rp.add_argument(
+        "--score-epochs",
+        type=int,
+        default=0,
+        help="official: also score the EMA of each of the last N epochs with y9's evaluator (the official runs "
+        "with --save-period 1; result.json's per_epoch_scored). y9's own per-epoch validation already is that "
+        "evaluator (per_epoch_map50_95)",
+    )
     rp.add_argument("--hyp", help="y9: hyperparameter recipe name or YAML file (default: y9's defaults)")
     rp.add_argument("--set", nargs="*", default=[], help="y9: key=value overrides of the recipe")
     rp.add_argument("--cache", default="ram", help="y9: image cache (ram | disk | none)")

@@ -98,3 +98,26 @@ def test_a_y9_run_trains_evaluates_and_writes_its_result(split, tmp_path):
     assert result["hyp"]["close_mosaic"] == Hyp().close_mosaic
     assert len(result["per_epoch_map50_95"]) == 1
     assert (out / "row.md").read_text().startswith("| split | y9 cpu | gelan-t | 0 |")
+
+
+def test_score_epochs_saves_every_official_epoch_and_scores_the_last_ones_with_y9s_evaluator(split, tmp_path, shared):
+    from y9train.checkpoint import load_checkpoint
+
+    assert "--save-period" not in bench.official_command(_args(), tmp_path)
+    cmd = bench.official_command(_args("--score-epochs", "2"), tmp_path)
+    assert cmd[cmd.index("--save-period") + 1] == "1"
+
+    real = shared("fixtures", "official", "real")
+    files = {1: real / "yolov9-t-train-dual-final.pt", 2: real / "gelan-t-train-py-last-unstripped.pt"}
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    shutil.copy(files[1], weights / "epoch0.pt")  # not among the last two of three epochs
+    for e, f in files.items():
+        shutil.copy(f, weights / f"epoch{e}.pt")
+    args = _args("--score-epochs", "2", "--epochs", "3", "--imgsz", "160", "--workers", "0")
+    args.data = split
+    scored = bench.score_epoch_checkpoints(args, weights)
+    expected = {e + 1: bench.evaluate_module(load_checkpoint(f), split, 160, workers=0)["map50_95"]
+                for e, f in files.items()}  # fmt: skip
+    assert scored == expected  # the last two epochs, 1-based (these barely trained fixtures score 0 on coco8)
+    assert not list(weights.glob("epoch*.pt"))
