@@ -100,7 +100,7 @@ def test_a_y9_run_trains_evaluates_and_writes_its_result(split, tmp_path):
     assert (out / "row.md").read_text().startswith("| split | y9 cpu | gelan-t | 0 |")
 
 
-def test_score_epochs_saves_every_official_epoch_and_scores_the_last_ones_with_y9s_evaluator(split, tmp_path, shared):
+def test_score_epochs_scores_the_official_last_epochs_with_y9s_evaluator(split, tmp_path, shared):
     from y9train.checkpoint import load_checkpoint
 
     assert "--save-period" not in bench.official_command(_args(), tmp_path)
