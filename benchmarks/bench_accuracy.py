@@ -11,6 +11,9 @@ Steps (each a sub-command; ``--help`` on each):
                                                (gelan-*) untouched from its source tree SRC (numbers only);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
+  compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10] [--within 0.01]
+                                               B against A: difference, standard error, permutation p, and
+                                               whether a gap or parity within W is shown (accuracy_stats.py).
 
 Example (the H200 runs in docs/benchmarks.md):
   python benchmarks/bench_accuracy.py split ../shared/datasets/deeppcb/data.yaml --out splits/deeppcb
@@ -37,6 +40,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from accuracy_report import compare_runs, row, table  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
@@ -287,36 +293,9 @@ def run(args) -> dict:
         **metrics, **extra,
     }  # fmt: skip
     (out / "result.json").write_text(json.dumps(result, indent=1, default=str))
-    (out / "row.md").write_text(_row(result) + "\n")
-    print(_row(result))
+    (out / "row.md").write_text(row(result) + "\n")
+    print(row(result))
     return result
-
-
-def _row(r: dict) -> str:
-    return (
-        f"| {Path(r['data']).parent.name} | {r['trainer']} {r.get('label') or ''} | {r['model']} | {r['seed']} | "
-        f"{r['map50_95']:.3f} | {r['map50']:.3f} | {r['wall_s']:.0f} s |"
-    )
-
-
-def table(paths: list[str]) -> str:
-    groups: dict[tuple, list[dict]] = {}
-    for p in paths:
-        r = json.loads(Path(p).read_text())
-        key = (Path(r["data"]).parent.name, r["trainer"], r.get("label") or "", r["model"])
-        groups.setdefault(key, []).append(r)
-    lines = [
-        "| data | trainer | model | seeds | mAP50-95 mean (min-max) | mAP50 mean | wall s mean |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for (data, trainer, label, model), rs in sorted(groups.items()):
-        m = [r["map50_95"] for r in rs]
-        lines.append(
-            f"| {data} | {trainer} {label} | {model} | {','.join(str(r['seed']) for r in rs)} | "
-            f"{statistics.mean(m):.3f} ({min(m):.3f}-{max(m):.3f}) | "
-            f"{statistics.mean(r['map50'] for r in rs):.3f} | {statistics.mean(r['wall_s'] for r in rs):.0f} |"
-        )
-    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -367,6 +346,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--label", default="", help="a name for this configuration in the table")
     tp = sub.add_parser("table", help="markdown table of result.json files (mean and spread over seeds)")
     tp.add_argument("results", nargs="+")
+    cp = sub.add_parser(
+        "compare", help="group B against group A (runs' result.json): is a gap or parity shown?"
+    )
+    cp.add_argument("--a", nargs="+", required=True, help="result.json of group A (e.g. the reference)")
+    cp.add_argument("--b", nargs="+", required=True, help="result.json of group B")
+    cp.add_argument("--figure", choices=("final", "late10"), default="final")
+    cp.add_argument("--within", type=float, default=0.01, help="parity margin (0.01 = 1 point of mAP50-95)")
     return ap
 
 
@@ -378,6 +364,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.cache == "none":
             args.cache = None
         run(args)
+    elif args.cmd == "compare":
+        print(compare_runs(args.a, args.b, args.figure, args.within))
     else:
         print(table(args.results))
 

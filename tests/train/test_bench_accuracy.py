@@ -121,3 +121,24 @@ def test_score_epochs_scores_the_official_last_epochs_with_y9s_evaluator(split, 
                 for e, f in files.items()}  # fmt: skip
     assert scored == expected  # the last two epochs, 1-based (these barely trained fixtures score 0 on coco8)
     assert not list(weights.glob("epoch*.pt"))
+
+
+def test_compare_reads_final_and_late10_figures_of_both_trainers(tmp_path):
+    from accuracy_report import run_figure  # benchmarks/, on the path once bench_accuracy is loaded
+
+    y9 = {"trainer": "y9", "map50_95": 0.5, "per_epoch_map50_95": [0.0, 0.0] + [0.1 * i for i in range(10)]}
+    # official --score-epochs: 1-based epochs as JSON string keys ("10" sorts before "9" as text)
+    scored = {str(e): (0.9 if e <= 30 else 0.4) for e in range(25, 41)}
+    official = {"trainer": "official", "map50_95": 0.4, "per_epoch_scored": scored}
+    unscored = {"trainer": "official", "map50_95": 0.6}
+    paths = {}
+    for name, r in {"y9": y9, "official": official, "unscored": unscored}.items():
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(r))
+    assert run_figure(str(paths["y9"]), "late10") == pytest.approx(0.45)
+    assert run_figure(str(paths["official"]), "late10") == pytest.approx(0.4)  # epochs 31-40
+    assert run_figure(str(paths["unscored"]), "final") == 0.6
+    with pytest.raises(SystemExit, match="unscored.json: has no ten last epochs scored by y9's evaluator"):
+        run_figure(str(paths["unscored"]), "late10")
+    line = bench.compare_runs([str(paths["official"])], [str(paths["y9"])], "late10", 0.01)
+    assert "B-A +0.0500" in line and line.endswith("-> undecided")

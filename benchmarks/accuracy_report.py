@@ -1,0 +1,64 @@
+"""The reports of benchmarks/bench_accuracy.py on its runs' result.json files: one markdown row per run, a table of
+mean and spread per configuration, and ``compare`` (group B against group A on one figure: the final mAP50-95, or
+the mean of the last ten epochs by y9's evaluator; the statistics are accuracy_stats.py's)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+
+def row(r: dict) -> str:
+    return (
+        f"| {Path(r['data']).parent.name} | {r['trainer']} {r.get('label') or ''} | {r['model']} | {r['seed']} | "
+        f"{r['map50_95']:.3f} | {r['map50']:.3f} | {r['wall_s']:.0f} s |"
+    )
+
+
+def table(paths: list[str]) -> str:
+    groups: dict[tuple, list[dict]] = {}
+    for p in paths:
+        r = json.loads(Path(p).read_text())
+        key = (Path(r["data"]).parent.name, r["trainer"], r.get("label") or "", r["model"])
+        groups.setdefault(key, []).append(r)
+    lines = [
+        "| data | trainer | model | seeds | mAP50-95 mean (min-max) | mAP50 mean | wall s mean |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (data, trainer, label, model), rs in sorted(groups.items()):
+        m = [r["map50_95"] for r in rs]
+        lines.append(
+            f"| {data} | {trainer} {label} | {model} | {','.join(str(r['seed']) for r in rs)} | "
+            f"{statistics.mean(m):.3f} ({min(m):.3f}-{max(m):.3f}) | "
+            f"{statistics.mean(r['map50'] for r in rs):.3f} | {statistics.mean(r['wall_s'] for r in rs):.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def run_figure(path: str, figure: str) -> float:
+    """One run's figure: ``final`` (last-epoch mAP50-95) or ``late10`` (mean mAP50-95 of its last ten epochs by
+    y9's evaluator: y9's own per-epoch validation, or the official's ``--score-epochs`` checkpoints)."""
+    r = json.loads(Path(path).read_text())
+    if figure == "final":
+        return r["map50_95"]
+    if "per_epoch_scored" in r:
+        per_epoch = [v for _, v in sorted(r["per_epoch_scored"].items(), key=lambda kv: int(kv[0]))]
+    else:
+        per_epoch = r.get("per_epoch_map50_95") or []
+    if len(per_epoch) < 10 or r.get("trainer") not in ("y9", "official") or None in per_epoch[-10:]:
+        raise SystemExit(
+            f"{path}: has no ten last epochs scored by y9's evaluator (found {len(per_epoch)}); late10 needs a y9 "
+            "run or an official run made with --score-epochs 10 or more"
+        )
+    return statistics.fmean(per_epoch[-10:])
+
+
+def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
+    from accuracy_stats import compare
+
+    c = compare([run_figure(p, figure) for p in a], [run_figure(p, figure) for p in b], within)
+    return (
+        f"{figure}: A {c.mean_a:.4f} (sd {c.sd_a:.4f}, {c.n_a} runs)  B {c.mean_b:.4f} (sd {c.sd_b:.4f}, "
+        f"{c.n_b} runs)  B-A {c.diff:+.4f} (se {c.se:.4f})  permutation p {c.p:.3f}  -> {c.verdict}"
+    )
