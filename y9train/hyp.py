@@ -75,7 +75,8 @@ class Hyp:
 
     The recipe switches (``docs/training.md``, "Recipes"; ``configs/hyp-official.yaml`` sets the official value of
     each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
-    ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype`` and ``bias_prior_imgsz``.
+    ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype``, ``bias_prior_imgsz``, ``ema_fp16`` and
+    ``init_fp16_round``.
     """
 
     # optimiser
@@ -102,6 +103,7 @@ class Hyp:
     # EMA of the weights: decay * (1 - exp(-updates / tau))
     ema_decay: float = 0.9999
     ema_tau: float = 0.0  # 0: auto, from the schedule length (y9train.optim.resolve_auto)
+    ema_fp16: bool = False  # GPU + fp16 autocast: the EMA fp16 from its first validation (train_dual.py)
     # gradients
     clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)
     # loss
@@ -114,6 +116,7 @@ class Hyp:
     label_smoothing_decay: bool = False  # decay linearly to 0 over the run
     # model
     bias_prior_imgsz: int = 0  # image size of the class-bias prior of a fresh head; 0 = the training size
+    init_fp16_round: bool = False  # starting weights rounded to fp16 once (train_dual.py's half().float())
     # schedule of the run
     close_mosaic: int = 15  # mosaic off for the last N epochs (the measured recipe; docs/training.md)
     patience: int = 100  # early stopping: epochs without a better fitness

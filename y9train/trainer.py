@@ -134,6 +134,8 @@ class Trainer:
             prior = hyp.bias_prior_imgsz or cfg.imgsz  # image size of the class-bias prior of a fresh head
             model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
                                             report=self.reporter.info)  # fmt: skip
+            if hyp.init_fp16_round:
+                model.half()
         model.set_grad_checkpointing(cfg.grad_checkpointing)
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
@@ -165,7 +167,8 @@ class Trainer:
             self.config.hyp = hyp
             for note in notes:
                 self.reporter.info(note)
-        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau)
+        ema_fp16 = hyp.ema_fp16 and cuda and self.amp_dtype == torch.float16  # as train_dual.py
+        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))
@@ -374,6 +377,7 @@ class Trainer:
             conf=self.config.conf, iou=self.config.iou, max_det=self.config.max_det, amp_dtype=self.amp_dtype,
             channels_last=self.channels_last,
         )  # fmt: skip
+        self.ema.validated()
         out = {f"metrics/{k}": v for k, v in res.metrics.items()}
         out["val_s"] = res.seconds
         return out

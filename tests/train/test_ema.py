@@ -64,3 +64,40 @@ def test_ema_state_round_trip():
     ema.update(model)
     for k, v in other.module.state_dict().items():
         assert torch.equal(v, ema.module.state_dict()[k])
+
+
+def test_fp16_from_validation_keeps_the_official_fp16_arithmetic():
+    """After ``validated()`` the EMA is fp16 and updates as ``ema *= d; ema += (1 - d) * model`` into fp16 tensors
+    (train_dual.py's EMA on a GPU with AMP); the oracle does the same two roundings in numpy (float32 arithmetic, as
+    torch's half kernels), and a loose bound holds where a CPU's rounding of the product may differ."""
+    import numpy as np
+
+    model = build_model("gelan-t", nc=3).train()
+    plain = ModelEMA(model, decay=0.99, tau=3.0)
+    plain.validated()
+    assert next(plain.module.parameters()).dtype == torch.float32  # the switch is off: nothing changes
+    ema = ModelEMA(model, decay=0.99, tau=3.0, fp16_from_validation=True)
+    _perturb(model, 1)
+    ema.update(model)
+    ema.validated()
+    assert {v.dtype for v in ema.module.state_dict().values() if v.is_floating_point()} == {torch.float16}
+    ref = {
+        k: v.numpy().astype(np.float16) for k, v in ema.module.state_dict().items() if v.is_floating_point()
+    }
+    for step in (2, 3):
+        _perturb(model, step)
+        ema.update(model)
+        d = 0.99 * (1 - math.exp(-step / 3.0))
+        for k, v in model.state_dict().items():
+            if v.is_floating_point():
+                scaled = (ref[k].astype(np.float32) * np.float32(d)).astype(np.float16)  # ema *= d
+                ref[k] = (scaled.astype(np.float32) + np.float32(1 - d) * v.numpy()).astype(np.float16)
+        ema.validated()  # stays fp16
+    got = ema.module.state_dict()
+    for k, v in ref.items():
+        assert got[k].dtype == torch.float16
+        diff = np.abs(got[k].float().numpy() - v.astype(np.float32))
+        ulp = np.spacing(np.abs(v)).astype(np.float32)  # one fp16 step at each value
+        assert (diff <= 2 * ulp).all() and (diff == 0).mean() > 0.999, k
+    fp32 = ModelEMA(model, decay=0.99, tau=3.0)  # the fp32 average of the same steps differs by fp16 rounding
+    assert any(not torch.equal(got[k].float(), fp32.module.state_dict()[k]) for k in ref)

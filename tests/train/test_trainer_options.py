@@ -178,3 +178,21 @@ def test_bf16_autocast_and_channels_last_on_cpu(tmp_path):
     assert dtypes == [torch.bfloat16]
     with pytest.raises(ValueError, match="amp=fp16 needs a CUDA device"):
         Trainer(tiny_config(data, tmp_path, amp="fp16", val=False, save=False)).fit()
+
+
+def test_init_fp16_round_starts_from_fp16_rounded_weights_and_the_cpu_ema_stays_fp32(tmp_path):
+    data = coco_pair(tmp_path)
+    models = {}
+    for flag in (False, True):
+        cfg = tiny_config(data, tmp_path, name=f"r{flag}", hyp={"init_fp16_round": flag, "ema_fp16": True},
+                          val=False, save=False, seed=0)  # fmt: skip
+        trainer = Trainer(cfg)
+        trainer.setup()
+        models[flag] = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        assert not trainer.ema.fp16_from_validation  # fp16 EMA only where the official has it: CUDA with fp16
+    rounded, plain = models[True], models[False]
+    for k, v in plain.items():
+        if v.is_floating_point():
+            assert rounded[k].dtype == torch.float32
+            assert torch.equal(rounded[k], v.half().float()), k  # the same fresh weights, rounded once
+    assert any(not torch.equal(rounded[k], v) for k, v in plain.items() if v.is_floating_point())
