@@ -80,3 +80,27 @@ def test_trainer_builds_its_ema_with_the_resolved_tau_and_keeps_it_on_resume(tmp
     assert resumed.config.hyp.ema_tau == tau  # decided once, not re-decided for the longer schedule
     resumed.setup()
     assert resumed.ema.tau == tau
+
+
+def test_an_fp16_ema_trains_saves_loads_and_resumes_in_the_trainer(tmp_path):
+    """The trainer with its EMA turned fp16 (what ``ema_fp16`` does from the first validation on a GPU with fp16
+    autocast; forced here on a CPU run): it updates in fp16, last.pt holds the fp16 EMA and loads as a float32
+    model, and a resume restarts the EMA in float32 (as the official's resume)."""
+    from y9train.checkpoint import load_checkpoint, read_checkpoint
+
+    def to_fp16(t):
+        t.ema.fp16_from_validation = True
+        t.ema.validated()
+
+    cfg = tiny_config(coco_pair(tmp_path), tmp_path, val=False, epochs=2, hyp={"ema_tau": 3.0})
+    trainer = Trainer(cfg, callbacks={"on_train_start": [to_fp16]})
+    result = trainer.fit()
+    assert trainer.ema.updates > 0 and next(trainer.ema.module.parameters()).dtype == torch.float16
+    stored = read_checkpoint(result.last)["model"]
+    assert {v.dtype for v in stored.values() if v.is_floating_point()} == {torch.float16}
+    model = load_checkpoint(result.last)
+    assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in model.parameters())
+    assert torch.equal(model.model[0].conv.weight, stored["model.0.conv.weight"].float())
+    resumed = Trainer.from_checkpoint(result.last, {"epochs": 3})
+    again = resumed.fit()
+    assert next(resumed.ema.module.parameters()).dtype == torch.float32 and len(again.history) == 3

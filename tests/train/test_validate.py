@@ -117,3 +117,27 @@ def test_missing_metrics_package_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "faster_coco_eval", None)
     with pytest.raises(BackendUnavailableError, match="pip install faster-coco-eval"):
         require_metrics_backend()
+
+
+def test_an_fp16_model_validates_under_fp16_autocast(tmp_path):
+    """The fp16 EMA (``ema_fp16``) is validated under fp16 autocast: the head decodes in float32 with autocast off,
+    so the DFL's fp16 weights meet float32 inputs; its expectation equals the float32 DFL's (weights 0..15 are exact
+    in fp16), and a whole validation runs with the model left in fp16."""
+    from y9train.models.head import DFL
+
+    x = torch.randn(2, 64, 50, dtype=torch.float32)
+    dfl32, dfl16 = DFL(16), DFL(16).half()
+    assert torch.equal(dfl16(x), dfl32(x)) and dfl16(x).dtype == torch.float32
+    assert dfl16(x.half()).dtype == torch.float16  # same dtypes: the plain conv
+
+    cfg = _two_image_val(tmp_path)
+    from y9train.data import load_data_yaml
+
+    data = load_data_yaml(str(cfg), require=("val",))
+    dataset = YoloDataset.from_yaml(data, "val", augment=False, imgsz=160, workers=1)
+    loader = build_dataloader(dataset, 2, workers=0)
+    model = build_model("yolov9-t", nc=data.nc).eval().half()
+    res = run_validation(model, loader, device=torch.device("cpu"), nc=data.nc, names=data.names,
+                         amp_dtype=torch.float16)  # fmt: skip
+    assert res.images == 2 and res.detections > 0 and np.isfinite(res.metrics["map50_95"])
+    assert next(model.parameters()).dtype == torch.float16

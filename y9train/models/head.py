@@ -72,7 +72,10 @@ class DFL(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, _, a = x.shape
-        return self.conv(x.view(b, 4, self.c1, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+        p = x.view(b, 4, self.c1, a).transpose(2, 1).softmax(1)
+        if p.dtype != self.conv.weight.dtype:  # an fp16 model's float32 decode under autocast (fp16 EMA)
+            return torch.nn.functional.conv2d(p, self.conv.weight.to(p.dtype)).view(b, 4, a)
+        return self.conv(p).view(b, 4, a)
 
 
 def _box_branch(c_in: int, c_mid: int, reg_max: int) -> nn.Sequential:
