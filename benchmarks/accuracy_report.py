@@ -4,9 +4,15 @@ the mean of the last ten epochs by y9's evaluator; the statistics are accuracy_s
 
 from __future__ import annotations
 
+import csv
 import json
 import statistics
 from pathlib import Path
+
+#: figures ``compare`` reads: final / late10 mAP50-95, and the mean training loss term of the last ten epochs
+FIGURES = ("final", "late10", "late10-box", "late10-cls", "late10-dfl")
+# the loss columns of each trainer's per-epoch CSV (the official pads its names with spaces)
+LOSS_COLUMNS = {"y9": "train/{}", "official": "train/{}_loss"}
 
 
 def row(r: dict) -> str:
@@ -36,12 +42,37 @@ def table(paths: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _results_csv(path: Path) -> Path:
+    """The per-epoch CSV of a run: NAME-results.csv beside NAME.json (docs/results), or RUN/*/results.csv."""
+    for candidate in [path.with_name(path.stem + "-results.csv"), *sorted(path.parent.glob("*/results.csv"))]:
+        if candidate.is_file():
+            return candidate
+    raise SystemExit(
+        f"{path}: no per-epoch CSV beside it (NAME-results.csv or */results.csv); a loss figure needs one"
+    )
+
+
+def late_loss(path: Path, trainer: str, term: str) -> float:
+    """Mean training loss ``term`` (box, cls or dfl) of the run's last ten epochs, from its per-epoch CSV."""
+    with open(_results_csv(path), newline="") as f:
+        rows = [{k.strip(): v.strip() for k, v in row.items()} for row in csv.DictReader(f)]
+    column = LOSS_COLUMNS[trainer].format(term)
+    if len(rows) < 10 or column not in rows[0]:
+        raise SystemExit(
+            f"{path}: its per-epoch CSV has no ten epochs of {column!r} (found {len(rows)} rows)"
+        )
+    return statistics.fmean(float(row[column]) for row in rows[-10:])
+
+
 def run_figure(path: str, figure: str) -> float:
-    """One run's figure: ``final`` (last-epoch mAP50-95) or ``late10`` (mean mAP50-95 of its last ten epochs by
-    y9's evaluator: y9's own per-epoch validation, or the official's ``--score-epochs`` checkpoints)."""
+    """One run's figure (``FIGURES``): ``final`` (last-epoch mAP50-95), ``late10`` (mean mAP50-95 of its last ten
+    epochs by y9's evaluator: y9's own per-epoch validation, or the official's ``--score-epochs`` checkpoints), or
+    ``late10-box`` / ``-cls`` / ``-dfl`` (a training loss term's mean over the last ten epochs)."""
     r = json.loads(Path(path).read_text())
     if figure == "final":
         return r["map50_95"]
+    if figure.startswith("late10-") and r.get("trainer") in LOSS_COLUMNS:
+        return late_loss(Path(path), r["trainer"], figure.removeprefix("late10-"))
     if "per_epoch_scored" in r:
         per_epoch = [v for _, v in sorted(r["per_epoch_scored"].items(), key=lambda kv: int(kv[0]))]
     else:

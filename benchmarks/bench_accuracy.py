@@ -11,7 +11,7 @@ Steps (each a sub-command; ``--help`` on each):
                                                (gelan-*) untouched from its source tree SRC (numbers only);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
-  compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10] [--within 0.01]
+  compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late10-box...] [--within 0.01]
                                                B against A: difference, standard error, permutation p, and
                                                whether a gap or parity within W is shown (accuracy_stats.py).
 
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accuracy_report import compare_runs, row, table  # noqa: E402
+from accuracy_report import FIGURES, compare_runs, row, table  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
@@ -351,7 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cp.add_argument("--a", nargs="+", required=True, help="result.json of group A (e.g. the reference)")
     cp.add_argument("--b", nargs="+", required=True, help="result.json of group B")
-    cp.add_argument("--figure", choices=("final", "late10"), default="final")
+    cp.add_argument(
+        "--figure",
+        choices=FIGURES,
+        default="final",
+        help="final / late10: mAP50-95 of the last epoch / mean of the last ten; late10-box|cls|dfl: that training "
+        "loss term's mean over the last ten epochs (from the run's per-epoch CSV)",
+    )
     cp.add_argument("--within", type=float, default=0.01, help="parity margin (0.01 = 1 point of mAP50-95)")
     return ap
 

@@ -142,3 +142,23 @@ def test_compare_reads_final_and_late10_figures_of_both_trainers(tmp_path):
         run_figure(str(paths["unscored"]), "late10")
     line = bench.compare_runs([str(paths["official"])], [str(paths["y9"])], "late10", 0.01)
     assert "B-A +0.0500" in line and line.endswith("-> undecided")
+
+
+def test_loss_figures_read_each_trainers_own_csv_columns(tmp_path):
+    from accuracy_report import run_figure
+
+    (tmp_path / "y9.json").write_text(json.dumps({"trainer": "y9", "map50_95": 0.5}))
+    y9_rows = ["epoch,train/box,train/cls,train/dfl"] + [f"{e},{e},{2 * e},{3 * e}" for e in range(1, 13)]
+    (tmp_path / "y9-results.csv").write_text("\n".join(y9_rows) + "\n")
+    run = tmp_path / "run"  # bench_accuracy's own layout: RUN/result.json, RUN/official/results.csv
+    (run / "official").mkdir(parents=True)
+    (run / "result.json").write_text(json.dumps({"trainer": "official", "map50_95": 0.5}))
+    head = "               epoch,      train/box_loss,      train/cls_loss,      train/dfl_loss"
+    rows = [head] + [f"{e:>20},{1.0:>20},{e:>20},{0.5:>20}" for e in range(0, 15)]
+    (run / "official" / "results.csv").write_text("\n".join(rows) + "\n")
+    assert run_figure(str(tmp_path / "y9.json"), "late10-cls") == pytest.approx(2 * 7.5)  # epochs 3-12
+    assert run_figure(str(run / "result.json"), "late10-cls") == pytest.approx(9.5)  # epochs 5-14 (0-based)
+    assert run_figure(str(run / "result.json"), "late10-dfl") == 0.5
+    (tmp_path / "y9-results.csv").write_text("\n".join(y9_rows[:5]) + "\n")
+    with pytest.raises(SystemExit, match="y9.json: its per-epoch CSV has no ten epochs of 'train/box'"):
+        run_figure(str(tmp_path / "y9.json"), "late10-box")
