@@ -32,7 +32,7 @@ import torch
 
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.divergence import check_finite_weights
-from y9train.ema import ModelEMA
+from y9train.ema import ModelEMA, ema_in_fp16
 from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
@@ -167,7 +167,7 @@ class Trainer:
             self.config.hyp = hyp
             for note in notes:
                 self.reporter.info(note)
-        ema_fp16 = hyp.ema_fp16 and cuda and self.amp_dtype == torch.float16  # as train_dual.py
+        ema_fp16 = ema_in_fp16(hyp.ema_fp16, self.device, self.amp_dtype)
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9train.ema import ModelEMA
+from y9train.ema import ModelEMA, ema_in_fp16
 from y9train.models import build_model
 
 
@@ -101,3 +101,17 @@ def test_fp16_from_validation_keeps_the_official_fp16_arithmetic():
         assert (diff <= 2 * ulp).all() and (diff == 0).mean() > 0.999, k
     fp32 = ModelEMA(model, decay=0.99, tau=3.0)  # the fp32 average of the same steps differs by fp16 rounding
     assert any(not torch.equal(got[k].float(), fp32.module.state_dict()[k]) for k in ref)
+
+
+@pytest.mark.parametrize(
+    "requested, device, amp_dtype, expected",
+    [
+        (True, "cuda", torch.float16, True),  # train_dual.py on a GPU with AMP
+        (True, "cuda", torch.bfloat16, False),
+        (True, "cuda", None, False),
+        (True, "cpu", torch.float16, False),  # the official's validation keeps float32 on a CPU
+        (False, "cuda", torch.float16, False),
+    ],
+)
+def test_the_ema_turns_fp16_only_where_the_officials_does(requested, device, amp_dtype, expected):
+    assert ema_in_fp16(requested, torch.device(device), amp_dtype) is expected
