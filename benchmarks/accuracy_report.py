@@ -11,7 +11,7 @@ from pathlib import Path
 
 #: figures ``compare`` reads: final / late10 mAP50-95, and the mean training loss term of the last ten epochs
 FIGURES = ("final", "late10", "late10-box", "late10-cls", "late10-dfl")
-# the loss columns of each trainer's per-epoch CSV (the official pads its names with spaces)
+# the trainers with per-epoch figures, and the loss columns of their per-epoch CSVs (the official pads its names)
 LOSS_COLUMNS = {"y9": "train/{}", "official": "train/{}_loss"}
 
 
@@ -55,13 +55,13 @@ def _results_csv(path: Path) -> Path:
 def late_loss(path: Path, trainer: str, term: str) -> float:
     """Mean training loss ``term`` (box, cls or dfl) of the run's last ten epochs, from its per-epoch CSV."""
     with open(_results_csv(path), newline="") as f:
-        rows = [{k.strip(): v.strip() for k, v in row.items()} for row in csv.DictReader(f)]
+        rows = [{k.strip(): v.strip() for k, v in line.items()} for line in csv.DictReader(f)]
     column = LOSS_COLUMNS[trainer].format(term)
     if len(rows) < 10 or column not in rows[0]:
         raise SystemExit(
             f"{path}: its per-epoch CSV has no ten epochs of {column!r} (found {len(rows)} rows)"
         )
-    return statistics.fmean(float(row[column]) for row in rows[-10:])
+    return statistics.fmean(float(line[column]) for line in rows[-10:])
 
 
 def run_figure(path: str, figure: str) -> float:
@@ -71,13 +71,17 @@ def run_figure(path: str, figure: str) -> float:
     r = json.loads(Path(path).read_text())
     if figure == "final":
         return r["map50_95"]
-    if figure.startswith("late10-") and r.get("trainer") in LOSS_COLUMNS:
+    if r.get("trainer") not in LOSS_COLUMNS:
+        raise SystemExit(
+            f"{path}: {figure} needs a y9 or official run, not one of trainer {r.get('trainer')!r}"
+        )
+    if figure.startswith("late10-"):
         return late_loss(Path(path), r["trainer"], figure.removeprefix("late10-"))
     if "per_epoch_scored" in r:
         per_epoch = [v for _, v in sorted(r["per_epoch_scored"].items(), key=lambda kv: int(kv[0]))]
     else:
         per_epoch = r.get("per_epoch_map50_95") or []
-    if len(per_epoch) < 10 or r.get("trainer") not in ("y9", "official") or None in per_epoch[-10:]:
+    if len(per_epoch) < 10 or None in per_epoch[-10:]:
         raise SystemExit(
             f"{path}: has no ten last epochs scored by y9's evaluator (found {len(per_epoch)}); late10 needs a y9 "
             "run or an official run made with --score-epochs 10 or more"

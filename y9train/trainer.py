@@ -135,7 +135,7 @@ class Trainer:
             model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
                                             report=self.reporter.info)  # fmt: skip
             if hyp.init_fp16_round:
-                model.half()
+                model.half()  # the .float() below makes it float32 again: rounded to fp16 once
         model.set_grad_checkpointing(cfg.grad_checkpointing)
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
