@@ -104,3 +104,18 @@ def test_an_fp16_ema_trains_saves_loads_and_resumes_in_the_trainer(tmp_path):
     resumed = Trainer.from_checkpoint(result.last, {"epochs": 3})
     again = resumed.fit()
     assert next(resumed.ema.module.parameters()).dtype == torch.float32 and len(again.history) == 3
+
+
+@pytest.mark.parametrize("requested", [True, False])
+def test_the_run_log_names_the_ema_path_it_took(tmp_path, requested):
+    """``ema_fp16`` asked for on a CPU: the log says it is off here and why, and the EMA stays float32; not asked
+    for: the log says nothing about it."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    cfg = tiny_config(coco_pair(tmp_path), tmp_path, val=False, epochs=1, hyp={"ema_fp16": requested})
+    trainer = Trainer(cfg, reporter=Reporter(True, Console(file=out, width=300, highlight=False)))
+    trainer.setup()
+    assert trainer.ema.fp16_from_validation is False
+    said = "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32" in out.getvalue()
+    assert said is requested and ("ema_fp16" in out.getvalue()) is requested
