@@ -169,10 +169,8 @@ class Trainer:
                 self.reporter.info(note)
         ema_fp16 = ema_in_fp16(hyp.ema_fp16, self.device, self.amp_dtype)
         if hyp.ema_fp16:  # the run's log says which EMA path it took
-            self.reporter.info(
-                "ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16
-                else "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32"
-            )
+            self.reporter.info("ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16 else
+                               "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32")
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
