@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -93,7 +94,13 @@ def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
     from accuracy_stats import compare
 
     c = compare([run_figure(p, figure) for p in a], [run_figure(p, figure) for p in b], within)
-    return (
+    line = (
         f"{figure}: A {c.mean_a:.4f} (sd {c.sd_a:.4f}, {c.n_a} runs)  B {c.mean_b:.4f} (sd {c.sd_b:.4f}, "
         f"{c.n_b} runs)  B-A {c.diff:+.4f} (se {c.se:.4f})  permutation p {c.p:.3f}  -> {c.verdict}"
     )
+    if c.verdict != "undecided" or math.isnan(c.se):
+        return line
+    if c.runs_needed is None:
+        return f"{line} (within {within:g} cannot be shown if the observed difference of {abs(c.diff):.4f} holds)"
+    return f"{line} (within {within:g} would take about {c.runs_needed} runs per trainer at these spreads)"
+

@@ -8,6 +8,8 @@ mAP50-95 of each seed) compared the way docs/benchmarks.md reports them:
 - a verdict: ``gap`` when p < 0.05; ``within W`` when the difference +- 2 standard errors lies inside +-W (an
   approximate 95% interval: the normal quantile, not Student's t, so few runs make it a little narrow); else
   ``undecided``. Two seeds per trainer with a run-to-run spread of several points give ``undecided`` for a 1-point W.
+- for ``undecided``, how many runs per trainer ``within W`` would take if the observed difference and spreads held
+  (``runs_for_within``): the cost of deciding, in runs.
 
 Pure functions on lists of floats; ``bench_accuracy.py compare`` reads the runs' result.json files.
 """
@@ -37,6 +39,7 @@ class Comparison:
     se: float
     p: float
     verdict: str
+    runs_needed: int | None = None
 
 
 def _sd(x: list[float]) -> float:
@@ -61,6 +64,20 @@ def permutation_p(a: list[float], b: list[float], limit: int = EXACT_LIMIT, seed
     return (hits + 1) / (limit + 1)
 
 
+def runs_for_within(sd_a: float, sd_b: float, diff: float, within: float) -> int | None:
+    """Runs per trainer (equal groups) at which ``|diff| + 2 * sqrt((sd_a**2 + sd_b**2) / n) <= within``: the
+    smallest such n, at least 2. None when no number of runs can (``|diff| >= within``) or a spread is unknown."""
+    margin = within - abs(diff)
+    if margin <= 0 or math.isnan(sd_a) or math.isnan(sd_b):
+        return None
+    n = max(2, math.ceil(4 * (sd_a**2 + sd_b**2) / margin**2))
+    while n > 2 and abs(diff) + 2 * math.sqrt((sd_a**2 + sd_b**2) / (n - 1)) <= within:  # ceil's rounding
+        n -= 1
+    while abs(diff) + 2 * math.sqrt((sd_a**2 + sd_b**2) / n) > within:
+        n += 1
+    return n
+
+
 def compare(a: list[float], b: list[float], within: float) -> Comparison:
     """Group B against group A (each at least one run); ``within`` in the figures' own unit (0.01 = 1 point)."""
     if not a or not b:
@@ -74,6 +91,7 @@ def compare(a: list[float], b: list[float], within: float) -> Comparison:
         verdict = f"within {within:g}"
     else:
         verdict = "undecided"
+    needed = runs_for_within(_sd(a), _sd(b), diff, within) if verdict == "undecided" else None
     return Comparison(
-        statistics.fmean(a), statistics.fmean(b), _sd(a), _sd(b), len(a), len(b), diff, se, p, verdict
+        statistics.fmean(a), statistics.fmean(b), _sd(a), _sd(b), len(a), len(b), diff, se, p, verdict, needed
     )

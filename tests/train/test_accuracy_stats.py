@@ -68,3 +68,29 @@ def test_verdicts():
     assert one_each.verdict == "undecided"
     with pytest.raises(ValueError, match="at least one run per group"):
         stats.compare([], [0.5], within=0.01)
+
+
+@pytest.mark.parametrize(
+    "sd_a, sd_b, diff, within",
+    [(0.0912, 0.0862, -0.0049, 0.01), (0.0498, 0.0130, 0.0139, 0.02), (0.01, 0.01, 0.0, 0.01), (0.001, 0.0, 0.0, 1.0)],
+)
+def test_runs_for_within_is_the_smallest_n_that_a_search_finds(sd_a, sd_b, diff, within):
+    """Oracle: count n up from 2 until |diff| + 2 * sqrt((sd_a^2 + sd_b^2) / n) <= within."""
+    n = 2
+    while abs(diff) + 2 * ((sd_a**2 + sd_b**2) / n) ** 0.5 > within:
+        n += 1
+    assert stats.runs_for_within(sd_a, sd_b, diff, within) == n
+
+
+def test_runs_for_within_is_none_where_no_number_of_runs_can_show_it():
+    assert stats.runs_for_within(0.05, 0.05, 0.02, 0.01) is None  # the difference alone exceeds the margin
+    assert stats.runs_for_within(0.05, 0.05, -0.01, 0.01) is None
+    assert stats.runs_for_within(float("nan"), 0.05, 0.0, 0.01) is None  # one run: no spread known
+
+
+def test_an_undecided_comparison_says_what_deciding_would_take():
+    noisy = stats.compare([0.509, 0.414, 0.60], [0.637, 0.480, 0.52], within=0.05)
+    assert noisy.verdict == "undecided"
+    assert noisy.runs_needed == stats.runs_for_within(noisy.sd_a, noisy.sd_b, noisy.diff, 0.05) > 3
+    decided = stats.compare([0.500, 0.501, 0.499, 0.500], [0.501, 0.500, 0.502, 0.500], within=0.01)
+    assert decided.verdict == "within 0.01" and decided.runs_needed is None

@@ -141,7 +141,16 @@ def test_compare_reads_final_and_late10_figures_of_both_trainers(tmp_path):
     with pytest.raises(SystemExit, match="unscored.json: has no ten last epochs scored by y9's evaluator"):
         run_figure(str(paths["unscored"]), "late10")
     line = bench.compare_runs([str(paths["official"])], [str(paths["y9"])], "late10", 0.01)
-    assert "B-A +0.0500" in line and line.endswith("-> undecided")
+    assert "B-A +0.0500" in line and line.endswith("-> undecided")  # one run each: no spread, no estimate
+    official2 = dict(official, per_epoch_scored={k: v + 0.02 for k, v in scored.items()})
+    paths["official2"] = tmp_path / "official2.json"
+    paths["official2"].write_text(json.dumps(official2))
+    two = [str(paths["official"]), str(paths["official2"])]
+    line = bench.compare_runs(two, [str(paths["y9"])] * 2, "late10", 0.055)  # A 0.40, 0.42; B 0.45, 0.45
+    # 0.04 + 2 * sqrt(0.0002 / n) <= 0.055 first holds at n = 4
+    assert line.endswith("-> undecided (within 0.055 would take about 4 runs per trainer at these spreads)")
+    line = bench.compare_runs(two, [str(paths["y9"])] * 2, "late10", 0.01)
+    assert line.endswith("(within 0.01 cannot be shown if the observed difference of 0.0400 holds)")
 
 
 def test_loss_figures_read_each_trainers_own_csv_columns(tmp_path):
