@@ -358,7 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="final / late10: mAP50-95 of the last epoch / mean of the last ten; late10-box|cls|dfl: that training "
         "loss term's mean over the last ten epochs (from the run's per-epoch CSV)",
     )
-    cp.add_argument("--within", type=float, default=0.01, help="parity margin (0.01 = 1 point of mAP50-95)")
+    cp.add_argument(
+        "--within", type=float, default=0.01,
+        help="parity margin (0.01 = 1 point of mAP50-95); an undecided verdict also says about how many runs per "
+        "trainer would show it at the observed spreads",
+    )  # fmt: skip
     return ap
 
 
