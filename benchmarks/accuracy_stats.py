@@ -82,8 +82,9 @@ def compare(a: list[float], b: list[float], within: float) -> Comparison:
     """Group B against group A (each at least one run); ``within`` in the figures' own unit (0.01 = 1 point)."""
     if not a or not b:
         raise ValueError(f"compare needs at least one run per group, got {len(a)} and {len(b)}")
-    diff = statistics.fmean(b) - statistics.fmean(a)
-    se = math.sqrt(_sd(a) ** 2 / len(a) + _sd(b) ** 2 / len(b))
+    mean_a, mean_b, sd_a, sd_b = statistics.fmean(a), statistics.fmean(b), _sd(a), _sd(b)
+    diff = mean_b - mean_a
+    se = math.sqrt(sd_a**2 / len(a) + sd_b**2 / len(b))
     p = permutation_p(a, b)
     if p < 0.05:
         verdict = "gap"
@@ -91,7 +92,5 @@ def compare(a: list[float], b: list[float], within: float) -> Comparison:
         verdict = f"within {within:g}"
     else:
         verdict = "undecided"
-    needed = runs_for_within(_sd(a), _sd(b), diff, within) if verdict == "undecided" else None
-    return Comparison(
-        statistics.fmean(a), statistics.fmean(b), _sd(a), _sd(b), len(a), len(b), diff, se, p, verdict, needed
-    )
+    needed = runs_for_within(sd_a, sd_b, diff, within) if verdict == "undecided" else None
+    return Comparison(mean_a, mean_b, sd_a, sd_b, len(a), len(b), diff, se, p, verdict, needed)
