@@ -137,6 +137,7 @@ def y9_config(args, out: Path):
 
 def train_y9(args, out: Path) -> tuple[object, float, dict]:
     from y9train.checkpoint import load_checkpoint
+    from y9train.determinism import state_digest
     from y9train.trainer import Trainer
 
     config, overrides = y9_config(args, out)
@@ -160,6 +161,8 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         "cuda_graph_used": graphed is not None and graphed.shape is not None,
         "graph_replays": graphed.replays if graphed is not None else 0,
         "async_save": config.async_save,
+        "deterministic": config.deterministic,
+        "weights_sha256": state_digest(trainer.model),  # the final training weights: equal runs, equal digests
     }  # fmt: skip
     return load_checkpoint(result.last), wall, extra
 

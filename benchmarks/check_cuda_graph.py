@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _subset(data_yaml: Path, n: int, folder: Path) -> Path:
+def subset_data_yaml(data_yaml: Path, n: int, folder: Path) -> Path:
     """A data.yaml whose train list is the first ``n`` images of ``data_yaml``'s train list (a list file)."""
     cfg = yaml.safe_load(data_yaml.read_text())
     base = (data_yaml.parent / cfg.get("path", ".")).resolve()
@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        data = _subset(args.data, args.images, Path(tmp))
+        data = subset_data_yaml(args.data, args.images, Path(tmp))
         h_e, p_e, s_e, _ = train(data, args, graph=False)
         h_e2, p_e2, s_e2, _ = train(data, args, graph=False)  # the noise floor: eager twice
         h_g, p_g, s_g, paths = train(data, args, graph=True)

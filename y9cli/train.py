@@ -107,6 +107,14 @@ def train_command(
         bool, typer.Option("--grad-checkpointing", help="Re-compute activations in backward (less memory).")
     ] = False,
     compile_model: Annotated[bool, typer.Option("--compile", help="torch.compile the model.")] = False,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--deterministic",
+            help="Reproducible kernels: one seed trains the same weights bit for bit on the same machine (no cuDNN "
+            "autotuning: slower on GPUs).",
+        ),
+    ] = False,
     new_head: Annotated[
         bool,
         typer.Option("--new-head", help="New class head when the checkpoint's classes differ from the data."),

@@ -159,7 +159,8 @@ class TrainConfig:
     ``device``: None (first GPU, else CPU), "cpu", "0", "cuda:1" ...; ``amp``: auto (bf16 on GPUs that have it,
     else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only; ``cuda_graph``: the network's
     forward and backward replayed as CUDA graphs, None = wherever they apply (CUDA, one process, no compile or
-    gradient checkpointing; ``y9train.graphed_network``);
+    gradient checkpointing; ``y9train.graphed_network``); ``deterministic``: reproducible kernels (one seed, the same
+    weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
@@ -184,6 +185,7 @@ class TrainConfig:
     compile: bool = False
     cuda_graph: bool | None = None  # forward/backward as CUDA graphs; None: where they apply (y9train.graphed_network)
     grad_checkpointing: bool = False
+    deterministic: bool = False  # reproducible kernels instead of the fastest (y9train.determinism)
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False
     val: bool = True

@@ -61,6 +61,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     p.add_argument("--grad-checkpointing", action="store_true", help="Re-compute activations in backward.")
     p.add_argument("--compile", dest="compile_model", action="store_true", help="torch.compile the model.")
+    p.add_argument("--deterministic", action="store_true",
+                   help="Reproducible kernels (the same weights from one seed on one machine; slower on GPUs).")
     p.add_argument("--new-head", action="store_true", help="New class head when the classes differ from the data.")
     p.add_argument("--no-val", action="store_true", help="Skip validation after each epoch.")
     p.add_argument("--sync-bn", action="store_true", help="SyncBatchNorm across processes.")
@@ -87,6 +89,7 @@ def train_kwargs(
     seed: int | None,
     grad_checkpointing: bool,
     compile_model: bool,
+    deterministic: bool,
     new_head: bool,
     no_val: bool,
     sync_bn: bool,
@@ -118,6 +121,7 @@ def train_kwargs(
         seed=seed,
         grad_checkpointing=grad_checkpointing or None,
         compile=compile_model or None,
+        deterministic=deterministic or None,
         new_head=new_head or None,
         val=False if no_val else None,
         sync_bn=sync_bn or None,

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from y9train.checkpoint_writer import CheckpointWriter
+from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
 from y9train.ema import ModelEMA, ema_in_fp16
 from y9train.graphed_network import graphed_network
@@ -122,8 +123,11 @@ class Trainer:
         self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
         cuda = self.device.type == "cuda"
         self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
-        if cuda:
-            torch.backends.cudnn.benchmark = True
+        self.algorithms_found = AlgorithmChoice.current()  # put back when fit ends
+        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
+        choice.apply()
+        if cfg.deterministic or cuda:
+            self.reporter.info(choice.describe())
 
         if self._resume:
             from y9train.checkpoint import model_from_payload
@@ -238,6 +242,7 @@ class Trainer:
             try:
                 self.writer.close()
             finally:
+                self.algorithms_found.apply()
                 self.reporter.close()
                 plot_run(self.save_dir, bool(self.history), self.reporter)
         self._fire("on_train_end")

@@ -64,7 +64,7 @@ def test_every_option_of_y9_train_is_an_option_of_the_training_entry_point():
                 kind = "flag" if action.nargs == 0 else "choice" if action.choices else (action.type or str).__name__
                 ours[opt] = (kind, tuple(action.choices or ()))
     assert ours == cli
-    assert len(cli) == 20  # every option but --devices
+    assert len(cli) == 21  # every option but --devices
 
 
 def test_bad_choice_and_two_resume_paths_are_one_sentence():
