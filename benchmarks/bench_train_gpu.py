@@ -118,6 +118,7 @@ def _config(args, model: str, data: Path, ckpt: bool, out: Path) -> TrainConfig:
         data=str(data), model=model, imgsz=args.imgsz, epochs=args.epochs_nominal, batch=args.batch,
         device=args.device, workers=args.workers, cache=None if args.cache == "none" else args.cache,
         amp=args.amp, compile=args.compile, cuda_graph=GRAPHS[args.cuda_graph], grad_checkpointing=ckpt, val=False, save=False, profile=True,
+        deterministic=args.deterministic,
         log_interval=args.log_interval, verbose=args.verbose, project=str(out / "runs"), hyp=Hyp(),
     )  # fmt: skip
 
@@ -318,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--amp", choices=["auto", "bf16", "fp16", "off"], default="auto")
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--deterministic", action="store_true", help="deterministic=true (reproducible kernels)")
     ap.add_argument(
         "--cuda-graph", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
         help="the network's forward/backward as CUDA graphs: auto (y9's default: where they apply), on, off (eager)",

@@ -57,11 +57,14 @@ def summarise(runs: list[dict]) -> dict:
     """Agreement of the runs of one mode with the first."""
     first = runs[0]
     max_abs = [
-        max(float((a - b).abs().max()) for a, b in zip(first["params"], r["params"], strict=True)) for r in runs[1:]
+        max(float((a - b).abs().max()) for a, b in zip(first["params"], r["params"], strict=True))
+        for r in runs[1:]
     ]
     return {
         "runs": len(runs),
-        "same_weights": all(r["digest"] == first["digest"] and r["ema_digest"] == first["ema_digest"] for r in runs),
+        "same_weights": all(
+            r["digest"] == first["digest"] and r["ema_digest"] == first["ema_digest"] for r in runs
+        ),
         "same_losses": all(r["losses"] == first["losses"] for r in runs),
         "max_abs_param_diff": max_abs,
         "digests": [r["digest"][:16] for r in runs],

@@ -77,7 +77,9 @@ def algorithm_choice(deterministic: bool, device: torch.device, found: Algorithm
     training are deterministic, and cuDNN is not used)."""
     if deterministic:
         workspace = found.cublas_workspace or CUBLAS_DETERMINISTIC_WORKSPACE
-        return AlgorithmChoice(True, cudnn_benchmark=False, cudnn_deterministic=True, cublas_workspace=workspace)
+        return AlgorithmChoice(
+            True, cudnn_benchmark=False, cudnn_deterministic=True, cublas_workspace=workspace
+        )
     if device.type == "cuda":
         return AlgorithmChoice(found.deterministic, True, found.cudnn_deterministic, found.cublas_workspace)
     return found
