@@ -20,6 +20,7 @@ if [ ! -f $W/site/.ok ]; then
   mkdir -p $W/site/polars && printf 'def read_csv(*a, **k):\n    raise RuntimeError("polars stand-in")\n__version__ = "1.0.0"\n' > $W/site/polars/__init__.py
   touch $W/site/.ok
 fi
-if [ ! -d $W/code ]; then mkdir -p $W/code && git ls-files -z | xargs -0 cp --parents -t $W/code; fi
+# tracked and untracked-not-ignored files: the device's copy of .git may predate this checkout's last commits
+if [ ! -d $W/code ]; then mkdir -p $W/code && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t $W/code; fi
 export PYTHONPATH=$W/site:$W/code
 if [ -d .dev/official ] && [ ! -d $W/official ]; then cp -r .dev/official $W/official; fi
