@@ -36,6 +36,20 @@ def subset_data_yaml(data_yaml: Path, n: int, folder: Path) -> Path:
     return out
 
 
+def add_subset_run_arguments(ap: argparse.ArgumentParser, out: Path) -> None:
+    """The options of a short run on the first ``--images`` training images (this check and check_determinism)."""
+    ap.add_argument(
+        "data", type=Path, help="a data.yaml whose train entry is a list file (bench_accuracy split)"
+    )
+    ap.add_argument("--out", type=Path, default=out)
+    ap.add_argument("--model", default="yolov9-s")
+    ap.add_argument("--images", type=int, default=320)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--imgsz", type=int, default=640)
+    ap.add_argument("--workers", type=int, default=4)
+
+
 def train(data: Path, args, graph: bool):
     import torch
 
@@ -66,14 +80,7 @@ def rel(a, b) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", type=Path)
-    ap.add_argument("--out", type=Path, default=Path("cuda-graph-check"))
-    ap.add_argument("--model", default="yolov9-s")
-    ap.add_argument("--images", type=int, default=320)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--imgsz", type=int, default=640)
-    ap.add_argument("--workers", type=int, default=4)
+    add_subset_run_arguments(ap, out=Path("cuda-graph-check"))
     ap.add_argument(
         "--rtol", type=float, default=0.02, help="largest relative difference of an epoch's mean loss"
     )

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from check_cuda_graph import subset_data_yaml  # noqa: E402
+from check_cuda_graph import add_subset_run_arguments, subset_data_yaml  # noqa: E402
 
 
 def train_once(data: Path, args, deterministic: bool) -> dict:
@@ -76,14 +76,7 @@ def summarise(runs: list[dict]) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", type=Path)
-    ap.add_argument("--out", type=Path, default=Path("determinism-check"))
-    ap.add_argument("--model", default="yolov9-s")
-    ap.add_argument("--images", type=int, default=320)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--imgsz", type=int, default=640)
-    ap.add_argument("--workers", type=int, default=4)
+    add_subset_run_arguments(ap, out=Path("determinism-check"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None, help="cpu or a GPU index (default: the first GPU, else CPU)")
     ap.add_argument("--runs", type=int, default=2, help="runs per mode (at least 2)")
