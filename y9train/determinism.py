@@ -4,8 +4,8 @@
 
 - False (the default): on CUDA, cuDNN times its convolution algorithms at the first call of each shape and keeps
   the fastest (``cudnn.benchmark``); some CUDA kernels (atomic adds in index/scatter backward passes, cuDNN's
-  own choices) sum in no fixed order, so two runs of one seed on one machine part after a few hundred steps and
-  end a point or two apart (docs/benchmarks.md, sessions 13-14).
+  own choices) sum in no fixed order, so two runs of one seed on one machine part from their first steps
+  (docs/benchmarks.md, session 15).
 - True: ``torch.use_deterministic_algorithms(True)`` (a kernel that has no deterministic implementation raises,
   naming itself, rather than running quietly), cuDNN autotuning off and its deterministic algorithms on, and
   cuBLAS given a fixed workspace (``CUBLAS_WORKSPACE_CONFIG=:4096:8``, set only where the environment does not

@@ -123,11 +123,6 @@ class Trainer:
         self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
         cuda = self.device.type == "cuda"
         self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
-        self.algorithms_found = AlgorithmChoice.current()  # put back when fit ends
-        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
-        choice.apply()
-        if cfg.deterministic or cuda:
-            self.reporter.info(choice.describe())
 
         if self._resume:
             from y9train.checkpoint import model_from_payload
@@ -201,6 +196,12 @@ class Trainer:
         if self._resume:
             restore_run(self, *self._resume)
             self.last_opt_step, _ = self.accumulation.replay(self.nb, self.iteration)
+        # last, after everything that can fail (nothing above runs a convolution or a matmul): fit puts it back
+        self.algorithms_found = AlgorithmChoice.current()
+        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
+        choice.apply()
+        if cfg.deterministic or self.device.type == "cuda":
+            self.reporter.info(choice.describe())
 
     def will_step(self, batch: int) -> bool:
         """Whether the next batch to run, index ``batch`` of the current epoch, ends with an optimiser step
