@@ -1,6 +1,6 @@
 """Kill/resume fault injection: N seeded kills of a short CPU training run, each followed by ``y9 train --resume``.
 
-Each trial trains gelan-t on coco8 (CPU, ``--workers 0``, one thread per process) in a subprocess that is killed
+Each trial trains (by default) gelan-t on coco8 (CPU, ``--workers 0``, one thread per process) in a subprocess killed
 with SIGKILL at a seeded point: either an external ``kill -9`` after a random delay (uniform over the length of an
 uninterrupted run, imports included), or an exact point inside the run (right after ``last.pt`` / ``best.pt``
 appears, half-way through writing either one's temporary file, at a trainer event, as validation starts). Half the
@@ -14,6 +14,12 @@ to an uninterrupted run's, no temporary file left. A kill before the first ``las
 Example (the setting of docs/benchmarks.md):
 
     python benchmarks/bench_kill_resume.py --n 50 --json-out /tmp/y9-kill-resume.json
+
+On a GPU the same check holds a resume to exactness only with ``--deterministic`` (cuDNN autotuning and unordered
+CUDA sums part two runs of one seed after a step; docs/training.md), so ``--device`` other than cpu requires it:
+
+    python benchmarks/bench_kill_resume.py --device 0 --deterministic --data splits/deeppcb/data.yaml \
+        --images 320 --model yolov9-s --imgsz 640 --batch 32 --workers 4 --n 4 [--hyp official]
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, reference_run  # noqa: E402
 
@@ -63,6 +70,12 @@ def cpu_model() -> str:
     return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "unknown CPU")
 
 
+def gpu_name(device: str) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(int(device)) if torch.cuda.is_available() else "no GPU visible"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=50, help="number of seeded kill points (default 50)")
@@ -72,6 +85,16 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=3, help="epochs per run (default 3)")
     ap.add_argument("--imgsz", type=int, default=64, help="training size (default 64)")
     ap.add_argument("--batch", type=int, default=4, help="batch size (default 4)")
+    ap.add_argument("--model", default="gelan-t", help="model (default gelan-t)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or a GPU index")
+    ap.add_argument("--workers", type=int, default=0, help="loader workers (default 0)")
+    ap.add_argument("--images", type=int, default=None,
+                    help="train on the first N training images of --data (default: all)")  # fmt: skip
+    ap.add_argument(
+        "--deterministic", action="store_true", help="y9 train --deterministic (required on a GPU)"
+    )
+    ap.add_argument("--hyp", default=None, help="y9 train --hyp (default: y9's defaults)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one process may take (default 300)")
     ap.add_argument(
         "--workdir", type=Path, default=None, help="folder for the runs (default: a temporary one)"
     )
@@ -86,13 +109,22 @@ def main() -> int:
     data = args.data or Path(os.environ.get("Y9_SHARED", REPO.parent / "shared")) / "datasets/coco8/data.yaml"
     if not data.is_file():
         ap.error(f"{data} does not exist; expected coco8's data.yaml (pass --data or set Y9_SHARED)")
+    if args.device != "cpu" and not args.deterministic:
+        ap.error(f"--device {args.device}: a GPU run resumes exactly only with --deterministic; add it.")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="y9-kill-resume-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if args.images is not None:
+        from check_cuda_graph import subset_data_yaml
+
+        data = subset_data_yaml(data, args.images, workdir)
+    extra = (("--deterministic",) if args.deterministic else ()) + (("--hyp", args.hyp) if args.hyp else ())
     env = child_env(workdir / "cache")
     t0 = time.perf_counter()
     specs, refs = {}, {}
     for val in (True, False):
-        specs[val] = RunSpec(data.resolve(), epochs=args.epochs, imgsz=args.imgsz, batch=args.batch, val=val)
+        specs[val] = RunSpec(data.resolve(), epochs=args.epochs, imgsz=args.imgsz, batch=args.batch, val=val,
+                             model=args.model, device=args.device, workers=args.workers, extra=extra,
+                             timeout=args.timeout)  # fmt: skip
         folder = workdir / f"reference-{'val' if val else 'noval'}"
         folder.mkdir(exist_ok=True)
         refs[val] = reference_run(specs[val], folder, env)
@@ -120,16 +152,19 @@ def main() -> int:
     passed = Counter(kind_of(t["kill"]) for t in trials if t["ok"])
     summary = {
         "command": "python benchmarks/bench_kill_resume.py " + " ".join(sys.argv[1:]),
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+        + ("" if args.device == "cpu" else f", {gpu_name(args.device)}"),
         "python": platform.python_version(),
         "run": {
-            "model": "gelan-t",
+            "model": args.model,
             "data": str(data),
+            "images": args.images,
             "epochs": args.epochs,
             "imgsz": args.imgsz,
             "batch": args.batch,
-            "device": "cpu",
-            "workers": 0,
+            "device": args.device,
+            "workers": args.workers,
+            "options": list(extra),
         },  # fmt: skip
         "trials": len(trials),
         "passed": sum(t["ok"] for t in trials),

@@ -32,12 +32,13 @@ def train_once(data: Path, args, deterministic: bool) -> dict:
     import torch
 
     from y9train.determinism import state_digest
-    from y9train.hyp import TrainConfig
+    from y9train.hyp import TrainConfig, load_hyp
     from y9train.trainer import Trainer
 
+    recipe = {"hyp": load_hyp(args.hyp)} if args.hyp else {}
     cfg = TrainConfig(data=str(data), model=args.model, imgsz=args.imgsz, epochs=args.epochs, batch=args.batch,
                       workers=args.workers, seed=args.seed, cache="ram", val=False, save=False,
-                      deterministic=deterministic, device=args.device, verbose=False)  # fmt: skip
+                      deterministic=deterministic, device=args.device, verbose=False, **recipe)  # fmt: skip
     tr = Trainer(cfg)
     res = tr.fit()
     if torch.cuda.is_available():
@@ -81,13 +82,14 @@ def main() -> int:
     ap.add_argument("--device", default=None, help="cpu or a GPU index (default: the first GPU, else CPU)")
     ap.add_argument("--runs", type=int, default=2, help="runs per mode (at least 2)")
     ap.add_argument("--no-contrast", action="store_true", help="skip the runs with deterministic off")
+    ap.add_argument("--hyp", default=None, help="recipe name or YAML (default: y9's defaults), e.g. official")
     args = ap.parse_args()
     if args.runs < 2:
         ap.error(f"--runs {args.runs}: expected at least 2 (runs are compared with each other).")
     args.out.mkdir(parents=True, exist_ok=True)
     modes = [True] if args.no_contrast else [True, False]
     out: dict = {"model": args.model, "images": args.images, "epochs": args.epochs, "batch": args.batch,
-                 "imgsz": args.imgsz, "seed": args.seed}  # fmt: skip
+                 "imgsz": args.imgsz, "seed": args.seed, "hyp": args.hyp or "default"}  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         data = subset_data_yaml(args.data, args.images, Path(tmp))
         for deterministic in modes:

@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A short training run: gelan-t on ``data`` (coco8), CPU, no workers."""
+    """A short training run: by default gelan-t on ``data`` (coco8), CPU, no loader workers. On a GPU only a run
+    with ``--deterministic`` among ``extra`` can end exactly where its uninterrupted twin ends."""
 
     data: Path
     epochs: int = 3
@@ -36,12 +37,19 @@ class RunSpec:
     batch: int = 4
     val: bool = True
     model: str = "gelan-t"
+    device: str = "cpu"
+    workers: int = 0
+    extra: tuple[str, ...] = ()  # more ``y9 train`` options, e.g. ("--deterministic", "--hyp", "official")
+    timeout: float = 300  # seconds one process may take
 
     def train_args(self, project: Path, name: str) -> list[str]:
         args = ["train", "--data", str(self.data), "--model", self.model, "--imgsz", str(self.imgsz),
-                "--epochs", str(self.epochs), "--batch", str(self.batch), "--workers", "0", "--device", "cpu",
-                "--project", str(project), "--name", name]  # fmt: skip
+                "--epochs", str(self.epochs), "--batch", str(self.batch), "--workers", str(self.workers),
+                "--device", self.device, "--project", str(project), "--name", name, *self.extra]  # fmt: skip
         return args + ([] if self.val else ["--no-val"])
+
+    def resume_args(self, run_dir: Path) -> list[str]:
+        return ["train", "--resume", str(run_dir), "--workers", str(self.workers)]
 
 
 def child_env(cache_dir: Path) -> dict[str, str]:
@@ -95,7 +103,7 @@ class Reference:
 def reference_run(spec: RunSpec, workdir: Path, env: dict[str, str]) -> Reference:
     from y9train.checkpoint import read_checkpoint
 
-    res = run_child("none", spec.train_args(workdir, "reference"), env)
+    res = run_child("none", spec.train_args(workdir, "reference"), env, timeout=spec.timeout)
     if res.returncode != 0:
         raise RuntimeError(f"the reference run failed: {res.stderr[-2000:]}")
     weights = workdir / "reference" / "weights"
@@ -139,7 +147,7 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
     run_dir = workdir / name
     weights = run_dir / "weights"
     label = kill if kill_after is None else f"time:{kill_after:.2f}s"
-    first = run_child(kill, spec.train_args(workdir, name), env, kill_after=kill_after)
+    first = run_child(kill, spec.train_args(workdir, name), env, kill_after=kill_after, timeout=spec.timeout)
     result = TrialResult(label, spec.val, "resumed", 0, [], False, 0.0)
     fail = result.failures.append
     if not first.killed and first.returncode != 0:
@@ -162,14 +170,14 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
         if rows:
             fail(f"results.csv records {len(rows)} finished epochs but there is no last.pt")
         result.outcome = "restarted"
-        again = run_child("none", ["train", "--resume", str(run_dir), "--workers", "0"], env)
+        again = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout)
         said = again.stderr.strip().splitlines()
         if again.returncode != 2 or len(said) != 1 or "last.pt" not in said[0] or str(run_dir) not in said[0]:
             fail(f"resuming without a last.pt did not say so in one sentence: {again.stderr[-500:]}")
         result.seconds = time.perf_counter() - t0
         return result
 
-    resumed = run_child("none", ["train", "--resume", str(run_dir), "--workers", "0"], env)
+    resumed = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout)
     result.best_recreated = "re-created from" in resumed.stdout
     if resumed.returncode != 0:
         fail(f"the resume failed (exit {resumed.returncode}): {resumed.stderr[-800:]}")
