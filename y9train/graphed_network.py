@@ -10,8 +10,10 @@ once, at the batch shape of the first full batch, and afterwards replays each wi
   for them (the reason they do not apply is reported), False never;
 - a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
   use the same parameters and BatchNorm buffers;
-- the capture's warm-up runs the first batch's forward and backward three times on a side stream (BatchNorm running
-  statistics see that batch three more times; gradients are not accumulated);
+- the capture's warm-up runs the first batch's forward and backward three times on a side stream; gradients are not
+  accumulated, and the module's buffers (BatchNorm running statistics) are put back afterwards (``kept_buffers``),
+  so a capture leaves no trace in the model: a resumed run, which captures again in its first epoch, ends with the
+  uninterrupted run's weights (``benchmarks/bench_kill_resume.py --device 0 --deterministic``);
 - the parameters' ``.grad`` tensors are allocated once before the first replay and zeroed in place between
   optimiser steps (``zero_grad(set_to_none=False)``): a graph's gradient outputs are static buffers that the next
   replay overwrites, so they must be added into ``.grad``, never become it;
@@ -21,10 +23,25 @@ Autocast must not cache casts while capturing: the trainer opens its autocast wi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
+
+
+@contextmanager
+def kept_buffers(module: nn.Module) -> Iterator[None]:
+    """Run the block, then copy every buffer of ``module`` (BatchNorm running mean / variance / batch count) back to
+    its value before it, in place: the tensors keep their storage (a captured graph keeps pointing at them)."""
+    buffers = list(module.buffers())
+    saved = [b.detach().clone() for b in buffers]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, s in zip(buffers, saved, strict=True):
+                b.copy_(s)
 
 
 class GraphedNetwork:
@@ -83,9 +100,11 @@ class GraphedNetwork:
         warn = getattr(torch.autograd.graph, "set_warn_on_accumulate_grad_stream_mismatch", lambda enabled: None)
         warn(False)
         try:
-            torch.cuda.make_graphed_callables(
-                self.module, (imgs,), num_warmup_iters=3, allow_unused_input=True
-            )
+            # the warm-up's forwards would move BatchNorm's running statistics
+            with kept_buffers(self.module):
+                torch.cuda.make_graphed_callables(
+                    self.module, (imgs,), num_warmup_iters=3, allow_unused_input=True
+                )
             # It installs the graphed forward on the module instance; take it off again so that the module stays
             # eager (other shapes, deep copies, checkpoints) and keep the graphed one here.
             graphed = self.module.__dict__.pop("forward", None)

@@ -65,3 +65,43 @@ def test_cuda_graph_on_cpu_trains_exactly_like_the_eager_run(tmp_path):
     assert runs[0][0] == runs[1][0]
     for k, v in runs[0][1].items():
         torch.testing.assert_close(runs[1][1][k], v, rtol=0, atol=0, msg=k)
+
+
+def test_kept_buffers_puts_batchnorm_statistics_back_in_place():
+    """The capture's warm-up forwards must leave no trace (a resumed run captures again and must end where the
+    uninterrupted run ends): every buffer gets its old value back, in the same storage a graph points at."""
+    from torch import nn
+
+    from y9train.graphed_network import kept_buffers
+
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.SiLU(), nn.Conv2d(4, 2, 1), nn.BatchNorm2d(2)
+    ).train()
+    buffers = dict(net.named_buffers())
+    before = {k: b.clone() for k, b in buffers.items()}
+    storage = {k: b.data_ptr() for k, b in buffers.items()}
+    with kept_buffers(net):
+        for _ in range(3):
+            net(torch.randn(2, 3, 8, 8)).sum().backward()
+        moved = [k for k, b in buffers.items() if not torch.equal(b, before[k])]
+    assert sorted(moved) == sorted(before)  # the forwards moved every statistic and count
+    for k, b in net.named_buffers():
+        assert torch.equal(b, before[k]), k
+        assert b.data_ptr() == storage[k], k
+
+
+def test_kept_buffers_restores_after_an_error_too():
+    from torch import nn
+
+    from y9train.graphed_network import kept_buffers
+
+    bn = nn.BatchNorm1d(3).train()  # the test fails if the restore is skipped on the error path
+    mean = bn.running_mean.clone()
+    try:
+        with kept_buffers(bn):
+            bn(torch.randn(4, 3) + 5.0)
+            raise RuntimeError("capture failed")
+    except RuntimeError:
+        pass
+    assert torch.equal(bn.running_mean, mean) and int(bn.num_batches_tracked) == 0
