@@ -6,6 +6,8 @@ writes OUT/cuda_graph_check.json: each epoch's mean losses of both runs, the rel
 parameters (``|a - b| / |a|`` over all of them) and of the BatchNorm running statistics, how many batches each
 path replayed, and a verdict: the runs agree when every loss differs by less than ``--rtol`` relatively and the
 parameters by less than ``--param-rtol`` (both runs differ a little anyway: cuDNN picks its algorithms per run; a second eager run gives that noise floor).
+With ``--deterministic`` every run is ``deterministic=true`` and they agree only when losses, parameters and BatchNorm
+statistics are equal bit for bit.
 
   python benchmarks/check_cuda_graph.py splits/deeppcb/data.yaml --model yolov9-s --images 320 --epochs 2
 """
@@ -58,7 +60,7 @@ def train(data: Path, args, graph: bool):
 
     cfg = TrainConfig(data=str(data), model=args.model, imgsz=args.imgsz, epochs=args.epochs, batch=args.batch,
                       workers=args.workers, seed=0, cache="ram", val=False, save=False, cuda_graph=graph,
-                      verbose=False)  # fmt: skip
+                      deterministic=args.deterministic, verbose=False)  # fmt: skip
     tr = Trainer(cfg)
     res = tr.fit()
     params = [p.detach().float().clone() for p in tr.model.parameters()]
@@ -87,6 +89,9 @@ def main() -> None:
     ap.add_argument(
         "--param-rtol", type=float, default=0.01, help="largest relative difference of the parameters"
     )
+    ap.add_argument(
+        "--deterministic", action="store_true", help="deterministic=true; agree = equal to the bit"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,9 +110,14 @@ def main() -> None:
                         "losses": [{k: (e[k], f[k]) for k in keys} for e, f in zip(h_e, h_e2, strict=True)]},
         "img_s": {"eager": [e["img_s"] for e in h_e], "graph": [g["img_s"] for g in h_g]},
     }  # fmt: skip
-    out["agree"] = bool(
-        paths.get("replays", 0) > 0 and worst < args.rtol and out["param_rel_diff"] < args.param_rtol
-    )
+    out["deterministic"] = args.deterministic
+    if args.deterministic:
+        exact = worst == 0 and out["param_rel_diff"] == 0 and out["bn_stats_rel_diff"] == 0
+        out["agree"] = bool(paths.get("replays", 0) > 0 and exact)
+    else:
+        out["agree"] = bool(
+            paths.get("replays", 0) > 0 and worst < args.rtol and out["param_rel_diff"] < args.param_rtol
+        )
     (args.out / "cuda_graph_check.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
 
