@@ -72,6 +72,20 @@ def test_a_killed_run_resumes_without_losing_anything(kill, val, references, wor
         assert result.tmp_at_kill  # the kill left a temporary file; the resume removed it (checked in ok)
 
 
+def test_the_official_recipe_resumes_exactly_with_deterministic(coco8, workdir, env):
+    """``--hyp official --deterministic`` (the accumulation ramp, the dropped gradients at an epoch's end, the
+    per-epoch LR step), killed in its last epoch before the epoch was saved, ends as the uninterrupted run does. The
+    flags travel in the run's settings: the resume is given only the run folder (and ``--workers``)."""
+    spec = RunSpec(coco8, epochs=3, extra=("--hyp", "official", "--deterministic"))
+    folder = workdir / "ref-official"
+    folder.mkdir()
+    reference = reference_run(spec, folder, env)
+    result = kill_and_resume(spec, workdir, "official-step-3", "event:on_step_end:3", reference, env)
+    # epoch 2's last.pt may still be on its way to disk (async_save): the resume then starts from epoch 1's
+    assert result.outcome == "resumed" and result.done_at_kill in (1, 2), result
+    assert result.ok, result.failures
+
+
 def _train(*args, env):
     return subprocess.run([sys.executable, "-m", "y9cli", "train", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
