@@ -1,4 +1,4 @@
-"""Lockstep parity of ``y9 train --hyp official`` with the official ``train_dual.py``, on a CPU.
+"""Lockstep parity of ``y9 train --hyp official`` with the official ``train_dual.py``, on a CPU or a GPU.
 
 Both trainers start from the same official checkpoint (``fixtures/official/real/yolov9-t-train-dual-final.pt``)
 on the four coco8 training images, padded to 640x480 PNGs so that both pipelines decode and resize them to the same
@@ -17,6 +17,14 @@ batches 4, 6, 8, 10, 11 dropped at the epoch's end).
         exact fp32 weights, rebuilt from the official's saved momentum buffers, against the official's ``d_p``
         (``buffer - momentum * previous buffer``); then the free-running y9 run's per-step figures beside the
         official's. Writes OUT/lockstep.json.
+
+``--device 0`` (both commands) runs both trainers on that GPU instead, as a GPU run trains: the official with its
+fp16 autocast and GradScaler (AMP is on for any CUDA device) and deterministic kernels (its ``init_seeds``), y9 with
+the recipe's fp16 + GradScaler, CUDA graphs and ``deterministic=true``. The teacher-forced gradient is then taken
+under fp16 autocast with a loss scale (halved until the gradient is finite, as a GradScaler does) and also in fp32
+(``amp=off``), which sizes the fp16 rounding alone; the free run is repeated with ``deterministic=false`` (other
+cuDNN kernels), which sizes what a change of kernels alone does to a free run. A step the official's GradScaler
+discarded (its momentum buffers unchanged) is reported as such.
 
 The official checkpoints are read with y9's restricted unpickler (nothing in them is executed).
 """
@@ -85,15 +93,17 @@ def build_data(coco8: Path, out: Path) -> Path:
     return out / "data.yaml"
 
 
-def y9_config(data: Path, project: Path, checkpoint: Path, name: str = "y9"):
-    """``y9 train --hyp official`` from ``checkpoint`` with the lockstep settings (augmentation off, fp32, CPU)."""
+def y9_config(data: Path, project: Path, checkpoint: Path, name: str = "y9", device: str = "cpu", **options):
+    """``y9 train --hyp official`` from ``checkpoint`` with the lockstep settings (augmentation off): fp32 on a CPU;
+    on a GPU the recipe's fp16 + GradScaler and ``deterministic=true`` (``options`` override, e.g. ``amp="off"``)."""
     from y9train.train import build_config
 
+    gpu = {"amp": None, "deterministic": True} if device != "cpu" else {"amp": "off"}
     return build_config(
         data=str(data), model=str(checkpoint), hyp_file="official",
         overrides=[f"{k}={v}" for k, v in {**AUG_OFF, "close_mosaic": 0}.items()], imgsz=IMGSZ, batch=BATCH,
-        epochs=EPOCHS, device="cpu", workers=0, val=False, seed=0, amp="off", project=str(project), name=name,
-        exist_ok=True, verbose=False,
+        epochs=EPOCHS, device=device, workers=0, val=False, seed=0, project=str(project), name=name,
+        exist_ok=True, verbose=False, **{**gpu, **options},
     )  # fmt: skip
 
 
@@ -149,7 +159,7 @@ def run_official(args) -> None:
     cmd = [
         args.python, "train_dual.py", "--weights", str(shared_root().joinpath(*CHECKPOINT)),
         "--cfg", "models/detect/yolov9-t.yaml", "--data", str(data), "--hyp", str(out / "hyp-lockstep.yaml"),
-        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--img", str(IMGSZ), "--device", "cpu",
+        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--img", str(IMGSZ), "--device", args.device,
         "--workers", "0", "--noval", "--noplots", "--seed", "0", "--save-period", "1",
         "--project", str(out), "--name", "official", "--exist-ok",
     ]  # fmt: skip
@@ -165,8 +175,10 @@ def run_official(args) -> None:
             st = official_state(run / "weights" / f"epoch{it}.pt")
             entry["buffer_norms"] = layer_group_norms(st["bufs"], st["group"])
         steps.append(entry)
+    how = "CPU, fp32" if args.device == "cpu" else f"GPU {args.device}, fp16 autocast + GradScaler"
     result = {
-        "what": "train_dual.py at WongKinYiu/yolov9 5b1ea9a, CPU, fp32; see benchmarks/official_lockstep.py",
+        "what": f"train_dual.py at WongKinYiu/yolov9 5b1ea9a, {how}; see benchmarks/official_lockstep.py",
+        "device": args.device,
         "command": " ".join(cmd[1:]),
         "epochs": EPOCHS,
         "batch": BATCH,
@@ -185,10 +197,17 @@ def _scratch_high(official_dir: Path) -> dict:
 
 # ------------------------------------------------------------------------------------------------ y9 side
 def free_running(
-    data: Path, project: Path, checkpoint: Path, iterations: int = EPOCHS, ema_at: tuple[int, ...] = ()
+    data: Path,
+    project: Path,
+    checkpoint: Path,
+    iterations: int = EPOCHS,
+    ema_at: tuple[int, ...] = (),
+    device: str = "cpu",
+    **options,
 ) -> list[dict]:
     """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms (and for the
-    batches in ``ema_at`` a copy of the EMA model's state_dict under ``"ema"``)."""
+    batches in ``ema_at`` a CPU copy of the EMA model's state_dict under ``"ema"``). A step that a GradScaler
+    discarded before any step was taken leaves no buffers: its ``buffer_norms`` is empty."""
 
     from y9train.hooks import StopTraining
     from y9train.trainer import Trainer
@@ -200,7 +219,7 @@ def free_running(
         parts = {k: float(tr.last_parts[k]) for k in ("box", "cls", "dfl")}
         entry = {"iteration": tr.iteration - 1, **parts}
         if entry["iteration"] in ema_at:
-            entry["ema"] = {k: v.detach().clone() for k, v in tr.ema.module.state_dict().items()}
+            entry["ema"] = {k: v.detach().cpu().clone() for k, v in tr.ema.module.state_dict().items()}
         if tr.last_opt_step == tr.iteration - 1:
             bufs, groups = {}, {}
             for g in tr.optimizer.param_groups:
@@ -214,50 +233,80 @@ def free_running(
         if tr.iteration >= iterations:
             raise StopTraining
 
-    Trainer(y9_config(data, project, checkpoint), callbacks={"on_step_end": [record]}).fit()
+    config = y9_config(data, project, checkpoint, device=device, **options)
+    Trainer(config, callbacks={"on_step_end": [record]}).fit()
     return rows
 
 
-def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path) -> list[dict]:
-    """At each official step: y9's loss and clipped gradient (+ decay) at the official's exact weights."""
+def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, device: str = "cpu") -> list[dict]:
+    """At each official step: y9's loss and clipped gradient (+ decay) at the official's exact weights. On a GPU
+    the gradient is taken under fp16 autocast (``fp32_relative_error``: how far the fp32 gradient lies from it)."""
     import torch
 
     from y9train.trainer import Trainer
 
-    trainer = Trainer(y9_config(data, project, checkpoint, name="teacher"))
+    trainer = Trainer(y9_config(data, project, checkpoint, name="teacher", device=device))
     trainer.setup()
-    model, hyp = trainer.model, trainer.config.hyp
+    model, hyp, dev = trainer.model, trainer.config.hyp, trainer.device
     batch = next(iter(trainer.train_loader))
-    imgs, labels = batch["img"].float() / 255, batch["labels"]
+    imgs, labels = batch["img"].to(dev).float() / 255, batch["labels"].to(dev)
     named = dict(model.named_parameters())
-    first = official_state(run / "weights" / "epoch0.pt")
-    keys, group = sorted(first["bufs"]), first["group"]
+    states = {it: official_state(run / "weights" / f"epoch{it}.pt") for it in STEP_BATCHES}
+    stepped = [st for st in states.values() if st["bufs"]]
+    if not stepped:
+        raise ValueError(
+            f"{run}: no momentum buffers in any step checkpoint; every official step was discarded"
+        )
+    keys, group = sorted(stepped[0]["bufs"]), stepped[0]["group"]  # the parameters with gradients
     prev: dict = {}  # y9's model starts from the checkpoint the official started from
     lf = lambda e: (1 - e / EPOCHS) * (1.0 - hyp.lrf) + hyp.lrf  # noqa: E731
+
+    def gradient(fp16: bool) -> tuple[torch.Tensor, dict, float, float]:
+        """(flat clipped gradient + decay in float64, loss parts, pre-clip norm, loss scale used)."""
+        scale = 2.0**16 if fp16 else 1.0
+        while True:
+            model.zero_grad(set_to_none=True)
+            with torch.autocast(dev.type, dtype=torch.float16, enabled=fp16):
+                preds = model(imgs)
+            loss, parts = trainer.loss_fn(preds, labels)
+            (loss * scale).backward()
+            grads = [named[k].grad for k in keys]
+            if not fp16 or all(bool(torch.isfinite(g).all()) for g in grads):
+                break
+            scale /= 2.0  # what a GradScaler does after an overflow
+        with torch.no_grad():
+            for g in grads:
+                g /= scale
+        norm = torch.nn.utils.clip_grad_norm_([named[k] for k in keys], hyp.clip_grad)
+        decay = {k: hyp.weight_decay if group[k] == "weights" else 0.0 for k in keys}
+        with torch.no_grad():
+            flat = torch.cat([(named[k].grad + decay[k] * named[k]).flatten().double() for k in keys])
+        return flat, parts, float(norm), scale
+
     rows = []
     for it in STEP_BATCHES:
-        st = official_state(run / "weights" / f"epoch{it}.pt")
+        bufs = {k: v.to(dev) for k, v in states[it]["bufs"].items()}
         m = float(np.interp(it, [0, WARMUP], [hyp.warmup_momentum, hyp.momentum]))
-        model.zero_grad(set_to_none=True)
-        loss, parts = trainer.loss_fn(model(imgs), labels)
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_([named[k] for k in keys], hyp.clip_grad)
+        a, parts, norm, scale = gradient(fp16=dev.type == "cuda")
+        row = {"iteration": it, **{k: float(parts[k]) for k in ("box", "cls", "dfl")},
+               "grad_norm_before_clip": norm}  # fmt: skip
+        if dev.type == "cuda":
+            a32, *_ = gradient(fp16=False)
+            row |= {"loss_scale": scale, "fp32_relative_error": float((a32 - a).norm() / a32.norm())}
+        if not bufs or (prev and all(torch.equal(bufs[k], prev[k]) for k in keys)):
+            rows.append(row | {"official_step_discarded": True})  # its GradScaler found an overflow
+            continue
         with torch.no_grad():
-            dp = {
-                k: st["bufs"][k] - m * prev[k] if k in prev else st["bufs"][k] for k in keys
-            }  # official d_p
-            decay = {k: hyp.weight_decay if group[k] == "weights" else 0.0 for k in keys}
-            a = torch.cat([(named[k].grad + decay[k] * named[k]).flatten().double() for k in keys])
+            dp = {k: bufs[k] - m * prev[k] if k in prev else bufs[k] for k in keys}  # official d_p
             b = torch.cat([dp[k].flatten().double() for k in keys])
-            rows.append({"iteration": it, **{k: float(parts[k]) for k in ("box", "cls", "dfl")},
-                         "grad_norm_before_clip": float(norm),
-                         "cosine": float(torch.nn.functional.cosine_similarity(a, b, 0)),
-                         "relative_error": float((a - b).norm() / b.norm())})  # fmt: skip
+            row |= {"cosine": float(torch.nn.functional.cosine_similarity(a, b, 0)),
+                    "relative_error": float((a - b).norm() / b.norm())}  # fmt: skip
             for k in keys:  # the official's nesterov update of its own weights: p -= lr * (d_p + m * buf)
                 start = hyp.warmup_bias_lr if group[k] == "bias" else 0.0
                 lr = float(np.interp(it, [0, WARMUP], [start, hyp.lr0 * lf(it)]))
-                named[k] -= lr * (dp[k] + m * st["bufs"][k])
-                prev[k] = st["bufs"][k]
+                named[k] -= lr * (dp[k] + m * bufs[k])
+                prev[k] = bufs[k]
+        rows.append(row)
     last = official_state(run / "weights" / f"epoch{EPOCHS - 1}.pt")["model"]
     rows.append({"rebuilt_vs_official_final_fp16": relative_l2(named, last, keys)})
     return rows
@@ -265,50 +314,90 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path) -> li
 
 def relative_l2(ours: dict, ref: dict, keys) -> float:
     """``||ours - ref|| / ||ref||`` over the tensors ``keys`` taken together."""
-    num = sum(float(((ours[k].detach().double() - ref[k].double()) ** 2).sum()) for k in keys)
-    return math.sqrt(num / sum(float((ref[k].double() ** 2).sum()) for k in keys))
+    num = sum(float(((ours[k].detach().cpu().double() - ref[k].cpu().double()) ** 2).sum()) for k in keys)
+    return math.sqrt(num / sum(float((ref[k].cpu().double() ** 2).sum()) for k in keys))
 
 
 def compare(args) -> None:
     out = Path(args.out).resolve()
-    official = json.loads((out / "official-steps.json").read_text())["iterations"]
+    recorded = json.loads((out / "official-steps.json").read_text())
+    if recorded.get("device", "cpu") != args.device:
+        raise ValueError(
+            f"{out / 'official-steps.json'}: recorded on device {recorded.get('device', 'cpu')!r}; "
+            f"expected --device {args.device} (run both commands with the same --device)"
+        )
+    official = recorded["iterations"]
     data = out / "data" / "data.yaml"
     checkpoint = shared_root().joinpath(*CHECKPOINT)
-    forced = teacher_forced(data, out / "official", out / "y9", checkpoint)
-    free = free_running(data, out / "y9", checkpoint, ema_at=STEP_BATCHES[:3])
+    forced = teacher_forced(data, out / "official", out / "y9", checkpoint, device=args.device)
+    free = free_running(data, out / "y9", checkpoint, ema_at=STEP_BATCHES[:3], device=args.device)
     for row in forced[:-1]:
         ref = official[row["iteration"]]
         row["official_loss"] = [ref["box"], ref["cls"], ref["dfl"]]
+        step = (
+            "official step discarded (GradScaler)"
+            if row.get("official_step_discarded")
+            else f"clipped gradient cosine {row['cosine']:.6f}, relative error {row['relative_error']:.2e}"
+        )
+        fp32 = (
+            f", fp32 gradient {row['fp32_relative_error']:.2e} away" if "fp32_relative_error" in row else ""
+        )
         print(
             f"teacher-forced batch {row['iteration']}: loss y9 {row['box']:.5f} {row['cls']:.5f} {row['dfl']:.5f} "
-            f"official {ref['box']} {ref['cls']} {ref['dfl']}; clipped gradient cosine {row['cosine']:.6f}, "
-            f"relative error {row['relative_error']:.2e}"
+            f"official {ref['box']} {ref['cls']} {ref['dfl']}; {step}{fp32}"
         )
     print(
         f"official weights rebuilt from its buffers vs its final fp16 weights: "
         f"{forced[-1]['rebuilt_vs_official_final_fp16']:.2e} relative"
     )
-    drift = []
+    result = {"device": args.device, "teacher_forced": forced, "free_running": drift(free, official, out)}
+    if args.device != "cpu":  # the same free run with other kernels: what a change of kernels alone does
+        other = free_running(
+            data, out / "y9-default-kernels", checkpoint, device=args.device, deterministic=False
+        )
+        result["free_running_default_kernels"] = drift(other, official, out, label="y9 deterministic=false")
+        result["deterministic_vs_default_kernels"] = [
+            {"iteration": a["iteration"], "buffer_norm_max_relative_difference": buffer_difference(a, b)}
+            for a, b in zip(free, other, strict=True)
+            if "buffer_norms" in a
+        ]
+        print(f"y9 deterministic=true against =false: {result['deterministic_vs_default_kernels']}")
+    (out / "lockstep.json").write_text(json.dumps(result, indent=1))
+    print(f"wrote {out / 'lockstep.json'}")
+
+
+def drift(free: list[dict], official: list[dict], out: Path, label: str = "y9") -> list[dict]:
+    """Per batch: a free run's losses and buffer norms against the official's (and its EMA, where recorded)."""
+    rows = []
     for ours, ref in zip(free, official, strict=True):
         d = {"iteration": ours["iteration"], "loss_y9": [ours[k] for k in ("box", "cls", "dfl")],
              "loss_official": [ref[k] for k in ("box", "cls", "dfl")]}  # fmt: skip
         if "buffer_norms" in ref:
-            d["buffer_norm_max_relative_difference"] = max_relative(ours["buffer_norms"], ref["buffer_norms"])
+            d["buffer_norm_max_relative_difference"] = buffer_difference(ours, ref)
         if "ema" in ours:
             d["ema_relative_difference"] = ema_difference(
                 ours.pop("ema"), out / "official", ours["iteration"]
             )
-            print(f"EMA after batch {d['iteration']} (weights, BatchNorm statistics) against the official's "
-                  f"(fp16 in its file): {d['ema_relative_difference']}")  # fmt: skip
-        drift.append(d)
-        print(f"free-running batch {d['iteration']}: loss y9 {' '.join(f'{v:.5f}' for v in d['loss_y9'])} "
+            print(f"{label}: EMA after batch {d['iteration']} (weights, BatchNorm statistics) against the "
+                  f"official's (fp16 in its file): {d['ema_relative_difference']}")  # fmt: skip
+        rows.append(d)
+        diff = d.get("buffer_norm_max_relative_difference")
+        print(f"{label} free-running batch {d['iteration']}: loss {' '.join(f'{v:.5f}' for v in d['loss_y9'])} "
               f"official {' '.join(str(v) for v in d['loss_official'])}"
-              + (f"; buffer norms differ by {d['buffer_norm_max_relative_difference']:.2e} at most"
-                 if "buffer_norm_max_relative_difference" in d else ""))  # fmt: skip
-    (out / "lockstep.json").write_text(
-        json.dumps({"teacher_forced": forced, "free_running": drift}, indent=1)
-    )
-    print(f"wrote {out / 'lockstep.json'}")
+              + (f"; buffer norms differ by {diff:.2e} at most" if isinstance(diff, float) else
+                 f"; buffers: {diff}" if diff else ""))  # fmt: skip
+    return rows
+
+
+def buffer_difference(ours: dict, ref: dict) -> float | str:
+    """Largest relative difference of the per-(layer, group) buffer norms after a step; a string when either
+    run has no buffers yet (its GradScaler discarded every step so far)."""
+    a, b = ours.get("buffer_norms") or {}, ref.get("buffer_norms") or {}
+    if not a or not b:
+        return (
+            "both without buffers" if not a and not b else f"buffers only in {'y9' if a else 'the other run'}"
+        )
+    return max_relative(a, b)
 
 
 def ema_difference(ours: dict, run: Path, iteration: int) -> dict[str, float]:
@@ -338,6 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", required=True)
     c = sub.add_parser("compare", help="teacher-forced and free-running y9 against the official run in --out")
     c.add_argument("--out", required=True)
+    for parser in (o, c):
+        parser.add_argument(
+            "--device", default="cpu", help="cpu (fp32) or a CUDA index such as 0 (fp16 + GradScaler)"
+        )
     return p
 
 
