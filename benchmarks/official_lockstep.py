@@ -252,12 +252,9 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, devic
     imgs, labels = batch["img"].to(dev).float() / 255, batch["labels"].to(dev)
     named = dict(model.named_parameters())
     states = {it: official_state(run / "weights" / f"epoch{it}.pt") for it in STEP_BATCHES}
-    stepped = [st for st in states.values() if st["bufs"]]
-    if not stepped:
-        raise ValueError(
-            f"{run}: no momentum buffers in any step checkpoint; every official step was discarded"
-        )
-    keys, group = sorted(stepped[0]["bufs"]), stepped[0]["group"]  # the parameters with gradients
+    stepped = [st for st in states.values() if st["bufs"]]  # none: its GradScaler discarded every step
+    group = states[STEP_BATCHES[0]]["group"]
+    keys = sorted(stepped[0]["bufs"] if stepped else (k for k in group if named[k].requires_grad))
     prev: dict = {}  # y9's model starts from the checkpoint the official started from
     lf = lambda e: (1 - e / EPOCHS) * (1.0 - hyp.lrf) + hyp.lrf  # noqa: E731
 
@@ -271,7 +268,7 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, devic
             loss, parts = trainer.loss_fn(preds, labels)
             (loss * scale).backward()
             grads = [named[k].grad for k in keys]
-            if not fp16 or all(bool(torch.isfinite(g).all()) for g in grads):
+            if not fp16 or all(bool(torch.isfinite(g).all()) for g in grads) or scale < 2.0**-24:
                 break
             scale /= 2.0  # what a GradScaler does after an overflow
         with torch.no_grad():
@@ -292,7 +289,8 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, devic
                "grad_norm_before_clip": norm}  # fmt: skip
         if dev.type == "cuda":
             a32, *_ = gradient(fp16=False)
-            row |= {"loss_scale": scale, "fp32_relative_error": float((a32 - a).norm() / a32.norm())}
+            row |= {"loss_scale": scale, "fp32_relative_error": float((a32 - a).norm() / a32.norm()),
+                    "fp16_gradient_finite": bool(torch.isfinite(a).all())}  # fmt: skip
         if not bufs or (prev and all(torch.equal(bufs[k], prev[k]) for k in keys)):
             rows.append(row | {"official_step_discarded": True})  # its GradScaler found an overflow
             continue
@@ -340,7 +338,10 @@ def compare(args) -> None:
             else f"clipped gradient cosine {row['cosine']:.6f}, relative error {row['relative_error']:.2e}"
         )
         fp32 = (
-            f", fp32 gradient {row['fp32_relative_error']:.2e} away" if "fp32_relative_error" in row else ""
+            f"; fp16 loss scale {row['loss_scale']:g} (gradient finite: {row['fp16_gradient_finite']}), "
+            f"fp32 gradient {row['fp32_relative_error']:.2e} away"
+            if "loss_scale" in row
+            else ""
         )
         print(
             f"teacher-forced batch {row['iteration']}: loss y9 {row['box']:.5f} {row['cls']:.5f} {row['dfl']:.5f} "
