@@ -42,14 +42,31 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-EPOCHS, BATCH, IMGSZ = 12, 4, 160
-STEP_BATCHES = (0, 1, 2, 3, 5, 7, 9)  # batches after which both trainers step (official_step_batches)
+EPOCHS, BATCH, IMGSZ = 12, 4, 160  # epochs by default (--epochs: a GPU run needs more, see step_batches)
 CHECKPOINT = ("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
 AUG_OFF = {"hsv_h": 0.0, "hsv_s": 0.0, "hsv_v": 0.0, "translate": 0.0, "scale": 0.0, "fliplr": 0.0,
            "mosaic": 0.0, "mixup": 0.0, "copy_paste": 0.0}  # fmt: skip
 # smart_optimizer's groups in order: SGD(biases), then decayed weights, then BatchNorm weights
 OFFICIAL_GROUPS = ("bias", "weights", "bn")
 WARMUP = 100  # the official warmup, max(round(3 epochs x 1 batch), 100) batches: all 12 batches are inside it
+NBS = 64  # the official nominal batch size
+
+
+def step_batches(epochs: int = EPOCHS) -> tuple[int, ...]:
+    """The batches (one an epoch) after which train_dual.py steps: batches per step ramp from 1 to NBS / BATCH over
+    the warmup (numpy's rounding, half to even), a step when ``ni - last_opt_step >= accumulate``; 12 epochs give
+    (0, 1, 2, 3, 5, 7, 9). Under fp16 its GradScaler discards steps until the loss scale fits (8 on a GPU from the
+    shared checkpoint: 65536 down to 256), so a GPU lockstep needs more epochs than that to see a real step."""
+    steps, last = [], -1
+    for ni in range(epochs):
+        accumulate = max(1.0, float(np.round(np.interp(ni, [0, WARMUP], [1, NBS / BATCH]))))
+        if ni - last >= accumulate:
+            steps.append(ni)
+            last = ni
+    return tuple(steps)
+
+
+STEP_BATCHES = step_batches()
 STATS = ("running_mean", "running_var", "num_batches_tracked")  # BatchNorm buffers
 
 
@@ -93,7 +110,15 @@ def build_data(coco8: Path, out: Path) -> Path:
     return out / "data.yaml"
 
 
-def y9_config(data: Path, project: Path, checkpoint: Path, name: str = "y9", device: str = "cpu", **options):
+def y9_config(
+    data: Path,
+    project: Path,
+    checkpoint: Path,
+    name: str = "y9",
+    device: str = "cpu",
+    epochs: int = EPOCHS,
+    **options,
+):
     """``y9 train --hyp official`` from ``checkpoint`` with the lockstep settings (augmentation off): fp32 on a CPU;
     on a GPU the recipe's fp16 + GradScaler and ``deterministic=true`` (``options`` override, e.g. ``amp="off"``)."""
     from y9train.train import build_config
@@ -102,7 +127,7 @@ def y9_config(data: Path, project: Path, checkpoint: Path, name: str = "y9", dev
     return build_config(
         data=str(data), model=str(checkpoint), hyp_file="official",
         overrides=[f"{k}={v}" for k, v in {**AUG_OFF, "close_mosaic": 0}.items()], imgsz=IMGSZ, batch=BATCH,
-        epochs=EPOCHS, device=device, workers=0, val=False, seed=0, project=str(project), name=name,
+        epochs=epochs, device=device, workers=0, val=False, seed=0, project=str(project), name=name,
         exist_ok=True, verbose=False, **{**gpu, **options},
     )  # fmt: skip
 
@@ -159,7 +184,7 @@ def run_official(args) -> None:
     cmd = [
         args.python, "train_dual.py", "--weights", str(shared_root().joinpath(*CHECKPOINT)),
         "--cfg", "models/detect/yolov9-t.yaml", "--data", str(data), "--hyp", str(out / "hyp-lockstep.yaml"),
-        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--img", str(IMGSZ), "--device", args.device,
+        "--epochs", str(args.epochs), "--batch-size", str(BATCH), "--img", str(IMGSZ), "--device", args.device,
         "--workers", "0", "--noval", "--noplots", "--seed", "0", "--save-period", "1",
         "--project", str(out), "--name", "official", "--exist-ok",
     ]  # fmt: skip
@@ -171,7 +196,7 @@ def run_official(args) -> None:
     steps = []
     for it, row in enumerate(rows):
         entry = {"iteration": it, **{k: float(row[f"train/{k}_loss"]) for k in ("box", "cls", "dfl")}}
-        if it in STEP_BATCHES:
+        if it in step_batches(args.epochs):
             st = official_state(run / "weights" / f"epoch{it}.pt")
             entry["buffer_norms"] = layer_group_norms(st["bufs"], st["group"])
         steps.append(entry)
@@ -180,7 +205,7 @@ def run_official(args) -> None:
         "what": f"train_dual.py at WongKinYiu/yolov9 5b1ea9a, {how}; see benchmarks/official_lockstep.py",
         "device": args.device,
         "command": " ".join(cmd[1:]),
-        "epochs": EPOCHS,
+        "epochs": args.epochs,
         "batch": BATCH,
         "imgsz": IMGSZ,
         "iterations": steps,
@@ -200,14 +225,16 @@ def free_running(
     data: Path,
     project: Path,
     checkpoint: Path,
-    iterations: int = EPOCHS,
+    iterations: int | None = None,
     ema_at: tuple[int, ...] = (),
     device: str = "cpu",
+    epochs: int = EPOCHS,
     **options,
 ) -> list[dict]:
-    """Train y9 for ``iterations`` batches; per batch its losses and, after a step, the buffer norms (and for the
-    batches in ``ema_at`` a CPU copy of the EMA model's state_dict under ``"ema"``). A step that a GradScaler
-    discarded before any step was taken leaves no buffers: its ``buffer_norms`` is empty."""
+    """Train y9 (``epochs`` of one batch) for ``iterations`` batches (all by default); per batch its losses and,
+    after a step, the buffer norms (and for the batches in ``ema_at`` a CPU copy of the EMA model's state_dict under
+    ``"ema"``). A step that a GradScaler discarded before any step was taken leaves no buffers: its
+    ``buffer_norms`` is empty."""
 
     from y9train.hooks import StopTraining
     from y9train.trainer import Trainer
@@ -233,30 +260,33 @@ def free_running(
         if tr.iteration >= iterations:
             raise StopTraining
 
-    config = y9_config(data, project, checkpoint, device=device, **options)
+    iterations = epochs if iterations is None else iterations
+    config = y9_config(data, project, checkpoint, device=device, epochs=epochs, **options)
     Trainer(config, callbacks={"on_step_end": [record]}).fit()
     return rows
 
 
-def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, device: str = "cpu") -> list[dict]:
+def teacher_forced(
+    data: Path, run: Path, project: Path, checkpoint: Path, device: str = "cpu", epochs: int = EPOCHS
+) -> list[dict]:
     """At each official step: y9's loss and clipped gradient (+ decay) at the official's exact weights. On a GPU
     the gradient is taken under fp16 autocast (``fp32_relative_error``: how far the fp32 gradient lies from it)."""
     import torch
 
     from y9train.trainer import Trainer
 
-    trainer = Trainer(y9_config(data, project, checkpoint, name="teacher", device=device))
+    trainer = Trainer(y9_config(data, project, checkpoint, name="teacher", device=device, epochs=epochs))
     trainer.setup()
     model, hyp, dev = trainer.model, trainer.config.hyp, trainer.device
     batch = next(iter(trainer.train_loader))
     imgs, labels = batch["img"].to(dev).float() / 255, batch["labels"].to(dev)
     named = dict(model.named_parameters())
-    states = {it: official_state(run / "weights" / f"epoch{it}.pt") for it in STEP_BATCHES}
+    states = {it: official_state(run / "weights" / f"epoch{it}.pt") for it in step_batches(epochs)}
     stepped = [st for st in states.values() if st["bufs"]]  # none: its GradScaler discarded every step
-    group = states[STEP_BATCHES[0]]["group"]
+    group = states[0]["group"]
     keys = sorted(stepped[0]["bufs"] if stepped else (k for k in group if named[k].requires_grad))
     prev: dict = {}  # y9's model starts from the checkpoint the official started from
-    lf = lambda e: (1 - e / EPOCHS) * (1.0 - hyp.lrf) + hyp.lrf  # noqa: E731
+    lf = lambda e: (1 - e / epochs) * (1.0 - hyp.lrf) + hyp.lrf  # noqa: E731
 
     def gradient(fp16: bool) -> tuple[torch.Tensor, dict, float, float]:
         """(flat clipped gradient + decay in float64, loss parts, pre-clip norm, loss scale used)."""
@@ -281,7 +311,7 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, devic
         return flat, parts, float(norm), scale
 
     rows = []
-    for it in STEP_BATCHES:
+    for it in step_batches(epochs):
         bufs = {k: v.to(dev) for k, v in states[it]["bufs"].items()}
         m = float(np.interp(it, [0, WARMUP], [hyp.warmup_momentum, hyp.momentum]))
         a, parts, norm, scale = gradient(fp16=dev.type == "cuda")
@@ -305,7 +335,7 @@ def teacher_forced(data: Path, run: Path, project: Path, checkpoint: Path, devic
                 named[k] -= lr * (dp[k] + m * bufs[k])
                 prev[k] = bufs[k]
         rows.append(row)
-    last = official_state(run / "weights" / f"epoch{EPOCHS - 1}.pt")["model"]
+    last = official_state(run / "weights" / f"epoch{epochs - 1}.pt")["model"]
     rows.append({"rebuilt_vs_official_final_fp16": relative_l2(named, last, keys)})
     return rows
 
@@ -327,8 +357,11 @@ def compare(args) -> None:
     official = recorded["iterations"]
     data = out / "data" / "data.yaml"
     checkpoint = shared_root().joinpath(*CHECKPOINT)
-    forced = teacher_forced(data, out / "official", out / "y9", checkpoint, device=args.device)
-    free = free_running(data, out / "y9", checkpoint, ema_at=STEP_BATCHES[:3], device=args.device)
+    epochs = recorded["epochs"]
+    forced = teacher_forced(data, out / "official", out / "y9", checkpoint, device=args.device, epochs=epochs)
+    free = free_running(
+        data, out / "y9", checkpoint, epochs=epochs, ema_at=STEP_BATCHES[:3], device=args.device
+    )
     for row in forced[:-1]:
         ref = official[row["iteration"]]
         row["official_loss"] = [ref["box"], ref["cls"], ref["dfl"]]
@@ -354,7 +387,12 @@ def compare(args) -> None:
     result = {"device": args.device, "teacher_forced": forced, "free_running": drift(free, official, out)}
     if args.device != "cpu":  # the same free run with other kernels: what a change of kernels alone does
         other = free_running(
-            data, out / "y9-default-kernels", checkpoint, device=args.device, deterministic=False
+            data,
+            out / "y9-default-kernels",
+            checkpoint,
+            epochs=epochs,
+            device=args.device,
+            deterministic=False,
         )
         result["free_running_default_kernels"] = drift(other, official, out, label="y9 deterministic=false")
         result["deterministic_vs_default_kernels"] = [
@@ -426,6 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--official-dir", required=True, help="the official YOLOv9 source tree")
     o.add_argument("--python", required=True, help="a Python with the official requirements (torchvision)")
     o.add_argument("--out", required=True)
+    o.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="batches (one an epoch); 30 for a GPU (step_batches)"
+    )
     c = sub.add_parser("compare", help="teacher-forced and free-running y9 against the official run in --out")
     c.add_argument("--out", required=True)
     for parser in (o, c):

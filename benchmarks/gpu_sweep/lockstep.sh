@@ -5,7 +5,7 @@
 source benchmarks/gpu_sweep/common.sh
 out=$1; mkdir -p $out
 export Y9_SHARED=$PWD/.dev/lockstep-shared
-if ! python3 benchmarks/official_lockstep.py official --official-dir $W/official --python python3 --out $out \
+if ! python3 benchmarks/official_lockstep.py official --official-dir $W/official --python python3 --out $out --epochs ${EPOCHS:-30} \
     --device 0 > $out.official.log 2>&1; then
   tail -20 $out.official.log; tail -40 $out/official.log; exit 1
 fi
