@@ -57,9 +57,10 @@ def step_batches(epochs: int = EPOCHS) -> tuple[int, ...]:
     the warmup (numpy's rounding, half to even), a step when ``ni - last_opt_step >= accumulate``; 12 epochs give
     (0, 1, 2, 3, 5, 7, 9). Under fp16 its GradScaler discards steps until the loss scale fits (8 on a GPU from the
     shared checkpoint: 65536 down to 256), so a GPU lockstep needs more epochs than that to see a real step."""
-    steps, last = [], -1
+    steps, last, accumulate = [], -1, max(round(NBS / BATCH), 1)
     for ni in range(epochs):
-        accumulate = max(1.0, float(np.round(np.interp(ni, [0, WARMUP], [1, NBS / BATCH]))))
+        if ni <= WARMUP:
+            accumulate = max(1.0, float(np.round(np.interp(ni, [0, WARMUP], [1, NBS / BATCH]))))
         if ni - last >= accumulate:
             steps.append(ni)
             last = ni

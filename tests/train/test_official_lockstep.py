@@ -79,3 +79,17 @@ def test_the_fixture_moves_more_than_the_tolerances(runs):
         a, b = official[batch - 1], official[batch]
         assert max(abs(a[p] - b[p]) for p in ("box", "cls", "dfl")) > 5 * loss_tol
         assert lockstep.max_relative(b["buffer_norms"], a["buffer_norms"]) > 5 * buffer_tol
+
+
+@pytest.mark.parametrize("epochs", [12, 30, 150])
+def test_step_batches_follow_train_dual(epochs):
+    """The benchmark's step schedule (one batch an epoch) is the official loop's, the slow reference of
+    tests/train/test_recipes.py; 12 epochs give the seven steps the fixture holds buffers for."""
+    from tests.train.test_recipes import official_step_batches
+
+    lockstep = _lockstep()
+    expected = official_step_batches(1, epochs, lockstep.WARMUP, lockstep.NBS, lockstep.BATCH)
+    assert list(lockstep.step_batches(epochs)) == expected
+    if epochs == 12:
+        official = json.loads(FIXTURE.read_text())["iterations"]
+        assert [r["iteration"] for r in official if "buffer_norms" in r] == expected == [0, 1, 2, 3, 5, 7, 9]
