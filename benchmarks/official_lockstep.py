@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -42,12 +41,19 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from official_steps import (  # noqa: E402
+    ema_difference,
+    layer_group_norms,
+    max_relative,
+    official_state,
+    relative_l2,
+)
+
 EPOCHS, BATCH, IMGSZ = 12, 4, 160  # epochs by default (--epochs: a GPU run needs more, see step_batches)
 CHECKPOINT = ("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
 AUG_OFF = {"hsv_h": 0.0, "hsv_s": 0.0, "hsv_v": 0.0, "translate": 0.0, "scale": 0.0, "fliplr": 0.0,
            "mosaic": 0.0, "mixup": 0.0, "copy_paste": 0.0}  # fmt: skip
-# smart_optimizer's groups in order: SGD(biases), then decayed weights, then BatchNorm weights
-OFFICIAL_GROUPS = ("bias", "weights", "bn")
 WARMUP = 100  # the official warmup, max(round(3 epochs x 1 batch), 100) batches: all 12 batches are inside it
 NBS = 64  # the official nominal batch size
 
@@ -68,7 +74,6 @@ def step_batches(epochs: int = EPOCHS) -> tuple[int, ...]:
 
 
 STEP_BATCHES = step_batches()
-STATS = ("running_mean", "running_var", "num_batches_tracked")  # BatchNorm buffers
 
 
 def shared_root() -> Path:
@@ -133,53 +138,12 @@ def y9_config(
     )  # fmt: skip
 
 
-def layer_group_norms(tensors: dict, groups: dict) -> dict[str, float]:
-    """{"N/group": L2 norm} over the tensors of layer ``model.N`` in each parameter group."""
-    sq: dict[str, float] = {}
-    for key, t in tensors.items():
-        k = f"{key.split('.')[1]}/{groups[key]}"
-        sq[k] = sq.get(k, 0.0) + float((t.double() ** 2).sum())
-    return {k: math.sqrt(v) for k, v in sorted(sq.items())}
-
-
 # ------------------------------------------------------------------------------------------------ official side
-def official_param_names(state_dict: dict) -> tuple[list[str], dict[str, str]]:
-    """The official optimiser's parameter order and each parameter's group, from its model's state_dict order:
-    smart_optimizer walks the modules in order and puts ``bias`` in group 0, a BatchNorm ``weight`` (a module with
-    running statistics) in group 2, any other parameter in group 1."""
-    modules = {k.rsplit(".", 1)[0] for k in state_dict if k.endswith("running_mean")}
-    params = [k for k in state_dict if not k.endswith(STATS)]
-    group = {}
-    for k in params:
-        module, leaf = k.rsplit(".", 1)
-        group[k] = "bias" if leaf == "bias" else "bn" if module in modules else "weights"
-    order = [k for g in OFFICIAL_GROUPS for k in params if group[k] == g]
-    return order, group
-
-
-def official_state(path: Path) -> dict:
-    """Raw weights (fp32 from the fp16 file), momentum buffers by name and group names of an official
-    epoch checkpoint."""
-    from y9train.official_pickle import load_official, placeholder_state_dict
-
-    ckpt = load_official(path)
-    model = {k: v.float() for k, v in placeholder_state_dict(ckpt["model"]).items()}
-    order, group = official_param_names(model)
-    opt = ckpt["optimizer"]
-    flat = [i for g in opt["param_groups"] for i in g["params"]]
-    if len(flat) != len(order):
-        raise ValueError(f"{path}: {len(flat)} optimiser parameters; expected {len(order)} from its model")
-    name = dict(zip(flat, order, strict=True))
-    bufs = {name[i]: s["momentum_buffer"].float() for i, s in opt["state"].items() if "momentum_buffer" in s}
-    return {"model": model, "bufs": bufs, "group": group}
-
-
 def run_official(args) -> None:
     out = Path(args.out).resolve()
     data = build_data(shared_root() / "datasets" / "coco8", out / "data")
     hyp = {**_scratch_high(Path(args.official_dir)), **AUG_OFF}
     (out / "hyp-lockstep.yaml").write_text("".join(f"{k}: {v}\n" for k, v in hyp.items()))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_accuracy import _official_env
 
     cmd = [
@@ -341,12 +305,6 @@ def teacher_forced(
     return rows
 
 
-def relative_l2(ours: dict, ref: dict, keys) -> float:
-    """``||ours - ref|| / ||ref||`` over the tensors ``keys`` taken together."""
-    num = sum(float(((ours[k].detach().cpu().double() - ref[k].cpu().double()) ** 2).sum()) for k in keys)
-    return math.sqrt(num / sum(float((ref[k].cpu().double() ** 2).sum()) for k in keys))
-
-
 def compare(args) -> None:
     out = Path(args.out).resolve()
     recorded = json.loads((out / "official-steps.json").read_text())
@@ -438,24 +396,6 @@ def buffer_difference(ours: dict, ref: dict) -> float | str:
             "both without buffers" if not a and not b else f"buffers only in {'y9' if a else 'the other run'}"
         )
     return max_relative(a, b)
-
-
-def ema_difference(ours: dict, run: Path, iteration: int) -> dict[str, float]:
-    """Relative L2 difference of y9's EMA state from the official's after ``iteration``: weights and BatchNorm
-    running statistics (``num_batches_tracked`` is left out: the official EMA keeps integer buffers as loaded)."""
-    from y9train.official_pickle import load_official, placeholder_state_dict
-
-    ref = placeholder_state_dict(load_official(run / "weights" / f"epoch{iteration}.pt")["ema"])
-    return {
-        "weights": relative_l2(ours, ref, [k for k in ref if not k.endswith(STATS)]),
-        "bn_stats": relative_l2(ours, ref, [k for k in ref if k.endswith(STATS[:2])]),
-    }
-
-
-def max_relative(ours: dict[str, float], ref: dict[str, float]) -> float:
-    if set(ours) != set(ref):
-        raise ValueError(f"layer/group sets differ: {sorted(set(ours) ^ set(ref))[:6]}")
-    return max(abs(ours[k] - ref[k]) / max(ref[k], 1e-12) for k in ref)
 
 
 def build_parser() -> argparse.ArgumentParser:
