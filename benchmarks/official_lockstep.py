@@ -11,7 +11,7 @@ batches 4, 6, 8, 10, 11 dropped at the epoch's end).
         runs train_dual.py untouched (``--save-period 1``: a checkpoint with its optimiser state after every
         epoch) with PY, a Python that has the official code's requirements (torchvision among them), and writes
         OUT/official-steps.json: the losses of each batch and, after each step, the norm of the SGD momentum
-        buffers per (layer, parameter group). tests/train/fixtures/official_lockstep.json is that file.
+        buffers per (layer, parameter group). tests/data/official_lockstep.json is that file.
     python benchmarks/official_lockstep.py compare --out OUT
         teacher-forced: at each official step, y9's loss and clipped gradient (+ weight decay) at the official's
         exact fp32 weights, rebuilt from the official's saved momentum buffers, against the official's ``d_p``

@@ -10,4 +10,4 @@ if ! python3 benchmarks/official_lockstep.py official --official-dir $W/official
   tail -20 $out.official.log; tail -40 $out/official.log; exit 1
 fi
 python3 benchmarks/official_lockstep.py compare --out $out --device 0 > $out.compare.log 2>&1
-rc=$?; cat $out.compare.log | grep -v Warning | tail -60; exit $rc
+rc=$?; grep -v Warning $out.compare.log | tail -60; exit $rc
