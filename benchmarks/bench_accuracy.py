@@ -9,6 +9,8 @@ Steps (each a sub-command; ``--help`` on each):
   run    --data DIR/data.yaml --out RUN ...    trains and evaluates; writes RUN/result.json and RUN/row.md.
          --reference official --official-dir SRC   runs the official YOLOv9 train_dual.py (yolov9-*) / train.py
                                                (gelan-*) untouched from its source tree SRC (numbers only);
+           [--official-order seed]             ... on the split's images renamed so that their order follows
+                                               --seed (its own loader ignores --seed; official_order.py);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
   compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late10-box...] [--within 0.01]
@@ -43,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from accuracy_report import FIGURES, compare_runs, row, table  # noqa: E402
+from official_order import seeded_split  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
@@ -200,12 +203,13 @@ def _font(folder: Path) -> None:
             (folder / name).write_bytes(src.read_bytes())
 
 
-def official_command(args, out: Path) -> list[str]:
-    """The untouched official trainer's command line: train_dual.py for yolov9-*, train.py for gelan-*."""
+def official_command(args, out: Path, data: Path | None = None) -> list[str]:
+    """The untouched official trainer's command line: train_dual.py for yolov9-*, train.py for gelan-*, on
+    ``data`` (default: the split's data.yaml)."""
     script = "train_dual.py" if args.model.startswith("yolov9") else "train.py"
     return [
         sys.executable, script, "--weights", "", "--cfg", f"models/detect/{args.model}.yaml",
-        "--data", str(Path(args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
+        "--data", str(Path(data or args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
         "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--img", str(args.imgsz),
         "--close-mosaic", str(args.close_mosaic if args.close_mosaic is not None else OFFICIAL_CLOSE_MOSAIC),
         "--noplots",
@@ -219,13 +223,14 @@ def train_official(args, out: Path) -> tuple[object, float, dict]:
     from y9train.checkpoint import load_checkpoint
 
     src = Path(args.official_dir).resolve()
-    cmd = official_command(args, out)
+    data = seeded_split(args.data, out / "seeded_split", args.seed) if args.official_order == "seed" else None
+    cmd = official_command(args, out, data)
     t0 = time.perf_counter()
     with open(out / "official.log", "w") as log:
         subprocess.run(cmd, cwd=src, env=_official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - t0
     weights = out / "official" / "weights"
-    extra = {"command": " ".join(cmd)}
+    extra = {"command": " ".join(cmd), "official_order": args.official_order}
     if args.score_epochs:
         extra["per_epoch_scored"] = score_epoch_checkpoints(args, weights)
     return load_checkpoint(weights / "last.pt"), wall, extra
@@ -329,6 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--reference", choices=sorted(TRAINERS), default="y9", help="which trainer (y9 by default)"
     )
     rp.add_argument("--official-dir", help="source tree of the official YOLOv9 code (--reference official)")
+    rp.add_argument(
+        "--official-order",
+        choices=("fixed", "seed"),
+        default="fixed",
+        help="official: fixed = its own behaviour, the same shuffle and augmentation draws for every --seed (a "
+        "constant loader generator); seed = train on the split's images renamed so that their sorted order "
+        "follows --seed, which gives each seed its own data stream with the code untouched "
+        "(benchmarks/official_order.py)",
+    )
     rp.add_argument(
         "--score-epochs",
         type=int,

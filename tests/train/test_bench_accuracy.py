@@ -171,3 +171,61 @@ def test_loss_figures_read_each_trainers_own_csv_columns(tmp_path):
     (tmp_path / "y9-results.csv").write_text("\n".join(y9_rows[:5]) + "\n")
     with pytest.raises(SystemExit, match="y9.json: its per-epoch CSV has no ten epochs of 'train/box'"):
         run_figure(str(tmp_path / "y9.json"), "late10-box")
+
+
+def _official_label_path(image: str) -> str:
+    """The official ``utils/dataloaders.img2label_paths`` rule, restated: the last ``/images/`` -> ``/labels/``,
+    the suffix after the last dot -> ``txt``."""
+    head, _, tail = image.rpartition("/images/")
+    return (head + "/labels/" + tail).rsplit(".", 1)[0] + ".txt"
+
+
+def test_official_order_seed_renames_the_training_images_into_an_order_set_by_the_seed(split, tmp_path):
+    import official_order  # benchmarks/, on the path once bench_accuracy is loaded
+
+    train = split.parent.joinpath("train.txt").read_text().split()
+    background = Path(train[2])
+    Path(_official_label_path(str(background))).unlink()  # an image without labels stays without
+    orders = {}
+    for seed, folder in ((0, "a"), (0, "b"), (1, "c")):
+        data = official_order.seeded_split(split, tmp_path / folder, seed)
+        cfg = yaml.safe_load(data.read_text())
+        assert Path(cfg["val"]) == split.parent / "eval.txt"  # the evaluation list is the split's own
+        listed = (Path(cfg["path"]) / cfg["train"]).read_text().split()
+        # the official sorts its list: that order, resolved to the original files, is what it trains in
+        resolved = [str(Path(p).resolve()) for p in sorted(listed)]
+        assert sorted(resolved) == sorted(train)  # every training image once, nothing else
+        for p in listed:
+            label, original = (
+                Path(_official_label_path(p)),
+                Path(_official_label_path(str(Path(p).resolve()))),
+            )
+            if Path(p).resolve() == background.resolve():
+                assert not label.exists()
+            else:
+                assert label.read_bytes() == original.read_bytes()  # each image keeps its own labels
+        orders[folder] = resolved
+    assert orders["a"] == orders["b"]  # the same seed, the same order
+    assert orders["a"] != orders["c"]  # another seed, another order
+    assert train not in (orders["a"], orders["c"])  # and neither is the split's sorted order
+
+
+def test_official_order_seed_is_what_the_official_command_trains_on(split, tmp_path):
+    args = bench.build_parser().parse_args(
+        [
+            "run",
+            "--data",
+            str(split),
+            "--out",
+            str(tmp_path),
+            "--reference",
+            "official",
+            "--official-order",
+            "seed",
+        ]
+    )
+    assert bench.build_parser().parse_args(["run", "--data", "d", "--out", "o"]).official_order == "fixed"
+    data = bench.seeded_split(split, tmp_path / "seeded_split", args.seed)
+    cmd = bench.official_command(args, tmp_path, data)
+    assert cmd[cmd.index("--data") + 1] == str(data.resolve())
+    assert bench.official_command(args, tmp_path)[cmd.index("--data") + 1] == str(split.resolve())
