@@ -65,6 +65,14 @@ def late_loss(path: Path, trainer: str, term: str) -> float:
     return statistics.fmean(float(line[column]) for line in rows[-10:])
 
 
+def per_epoch_map(r: dict) -> dict[int, float]:
+    """A run's mAP50-95 by y9's evaluator per 1-based epoch, in epoch order: y9's own per-epoch validation, or the
+    official's ``--score-epochs`` checkpoints (only those epochs); empty for a run without either."""
+    if "per_epoch_scored" in r:
+        return {int(e): v for e, v in sorted(r["per_epoch_scored"].items(), key=lambda kv: int(kv[0]))}
+    return {e: v for e, v in enumerate(r.get("per_epoch_map50_95") or [], start=1)}
+
+
 def run_figure(path: str, figure: str) -> float:
     """One run's figure (``FIGURES``): ``final`` (last-epoch mAP50-95), ``late10`` (mean mAP50-95 of its last ten
     epochs by y9's evaluator: y9's own per-epoch validation, or the official's ``--score-epochs`` checkpoints), or
@@ -78,10 +86,7 @@ def run_figure(path: str, figure: str) -> float:
         )
     if figure.startswith("late10-"):
         return late_loss(Path(path), r["trainer"], figure.removeprefix("late10-"))
-    if "per_epoch_scored" in r:
-        per_epoch = [v for _, v in sorted(r["per_epoch_scored"].items(), key=lambda kv: int(kv[0]))]
-    else:
-        per_epoch = r.get("per_epoch_map50_95") or []
+    per_epoch = list(per_epoch_map(r).values())
     if len(per_epoch) < 10 or None in per_epoch[-10:]:
         raise SystemExit(
             f"{path}: has no ten last epochs scored by y9's evaluator (found {len(per_epoch)}); late10 needs a y9 "
@@ -104,3 +109,32 @@ def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
         return f"{line} (within {within:g} cannot be shown if the observed difference of {abs(c.diff):.4f} holds)"
     return f"{line} (within {within:g} would take about {c.runs_needed} runs per trainer at these spreads)"
 
+
+
+def sync_runs(a: list[str], b: list[str], first: int, last: int) -> str:
+    """Whether runs share their epoch-to-epoch swings over epochs ``first..last`` (1-based, inclusive): the mean
+    correlation of the detrended per-epoch mAP50-95 within A, within B and across (accuracy_stats.pair_correlation).
+    """
+    from accuracy_stats import pair_correlation
+
+    def curves(paths: list[str]) -> list[list[float]]:
+        out = []
+        for p in paths:
+            r = json.loads(Path(p).read_text())
+            m = per_epoch_map(r)
+            missing = [e for e in range(first, last + 1) if m.get(e) is None]
+            if missing:
+                raise SystemExit(f"{p}: has no mAP50-95 by y9's evaluator for epochs {missing}; expected "
+                                 f"{first}-{last} (an official run needs --score-epochs {r.get('epochs', last) - first + 1} or more)")
+            out.append([m[e] for e in range(first, last + 1)])
+        return out
+
+    ca, cb = curves(a), curves(b)
+    parts = []
+    for name, group in (("A", ca), ("B", cb)):
+        if len(group) > 1:
+            r, n = pair_correlation(group)
+            parts.append(f"within {name} {r:+.3f} ({n} pairs)")
+    r, n = pair_correlation(ca, cb)
+    parts.append(f"across {r:+.3f} ({n} pairs)")
+    return f"epochs {first}-{last}, detrended mAP50-95, mean correlation: " + "  ".join(parts)

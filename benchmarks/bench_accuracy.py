@@ -16,6 +16,8 @@ Steps (each a sub-command; ``--help`` on each):
   compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late10-box...] [--within 0.01]
                                                B against A: difference, standard error, permutation p, and
                                                whether a gap or parity within W is shown (accuracy_stats.py).
+  sync --a RESULT.json ... --b ... [--epochs 25 40]   whether runs share their epoch-to-epoch swings: mean
+                                               correlation of detrended per-epoch mAP50-95 within and across groups.
 
 Example (the H200 runs in docs/benchmarks.md):
   python benchmarks/bench_accuracy.py split ../shared/datasets/deeppcb/data.yaml --out splits/deeppcb
@@ -44,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accuracy_report import FIGURES, compare_runs, row, table  # noqa: E402
+from accuracy_report import FIGURES, compare_runs, row, sync_runs, table  # noqa: E402
 from official_order import seeded_split  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
@@ -380,6 +382,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="parity margin (0.01 = 1 point of mAP50-95); an undecided verdict also says about how many runs per "
         "trainer would show it at the observed spreads",
     )  # fmt: skip
+    yp = sub.add_parser("sync", help="do runs share their epoch-to-epoch swings? (within and across two groups)")
+    yp.add_argument("--a", nargs="+", required=True, help="result.json of group A")
+    yp.add_argument("--b", nargs="+", required=True, help="result.json of group B")
+    yp.add_argument("--epochs", type=int, nargs=2, default=(25, 40), metavar=("FIRST", "LAST"),
+                    help="1-based, inclusive; an official run needs them scored (--score-epochs)")  # fmt: skip
     return ap
 
 
@@ -393,6 +400,8 @@ def main(argv: list[str] | None = None) -> None:
         run(args)
     elif args.cmd == "compare":
         print(compare_runs(args.a, args.b, args.figure, args.within))
+    elif args.cmd == "sync":
+        print(sync_runs(args.a, args.b, *args.epochs))
     else:
         print(table(args.results))
 

@@ -229,3 +229,28 @@ def test_official_order_seed_is_what_the_official_command_trains_on(split, tmp_p
     cmd = bench.official_command(args, tmp_path, data)
     assert cmd[cmd.index("--data") + 1] == str(data.resolve())
     assert bench.official_command(args, tmp_path)[cmd.index("--data") + 1] == str(split.resolve())
+
+
+def test_sync_reads_both_trainers_per_epoch_figures_over_the_epochs_asked(tmp_path):
+    swing = [0.05, -0.08, 0.02, 0.09, -0.04, -0.06, 0.03, 0.01, -0.02, 0.07]  # epochs 31-40
+    runs = {
+        # official --score-epochs 12: epochs 29-40, JSON string keys; the same swings on two trends
+        "off1": {"trainer": "official", "epochs": 40, "per_epoch_scored": {
+            str(e): 0.3 + 0.01 * e + (swing[e - 31] if e > 30 else 0.2) for e in range(29, 41)}},
+        "off2": {"trainer": "official", "epochs": 40, "per_epoch_scored": {
+            str(e): 0.5 + (swing[e - 31] if e > 30 else -0.3) for e in range(29, 41)}},
+        # y9: every epoch from 1; the mirrored swings over 31-40
+        "y9": {"trainer": "y9", "epochs": 40, "per_epoch_map50_95": [0.9] * 30 + [0.4 - s for s in swing]},
+    }  # fmt: skip
+    paths = {}
+    for name, r in runs.items():
+        paths[name] = str(tmp_path / f"{name}.json")
+        Path(paths[name]).write_text(json.dumps(r))
+    line = bench.sync_runs([paths["off1"], paths["off2"]], [paths["y9"]], 31, 40)
+    assert line == (
+        "epochs 31-40, detrended mAP50-95, mean correlation: within A +1.000 (1 pairs)  across -1.000 (2 pairs)"
+    )
+    with pytest.raises(
+        SystemExit, match=r"off1.json: has no mAP50-95 by y9's evaluator for epochs \[25, 26, 27, 28\]"
+    ):
+        bench.sync_runs([paths["off1"], paths["off2"]], [paths["y9"]], 25, 40)
