@@ -10,8 +10,8 @@ import math
 import statistics
 from pathlib import Path
 
-#: figures ``compare`` reads: final / late10 mAP50-95, and the mean training loss term of the last ten epochs
-FIGURES = ("final", "late10", "late10-box", "late10-cls", "late10-dfl")
+#: figures ``compare`` reads: final / late10 / late16 mAP50-95, and the mean training loss term of the last ten epochs
+FIGURES = ("final", "late10", "late16", "late10-box", "late10-cls", "late10-dfl")
 # the trainers with per-epoch figures, and the loss columns of their per-epoch CSVs (the official pads its names)
 LOSS_COLUMNS = {"y9": "train/{}", "official": "train/{}_loss"}
 
@@ -74,9 +74,9 @@ def per_epoch_map(r: dict) -> dict[int, float]:
 
 
 def run_figure(path: str, figure: str) -> float:
-    """One run's figure (``FIGURES``): ``final`` (last-epoch mAP50-95), ``late10`` (mean mAP50-95 of its last ten
-    epochs by y9's evaluator: y9's own per-epoch validation, or the official's ``--score-epochs`` checkpoints), or
-    ``late10-box`` / ``-cls`` / ``-dfl`` (a training loss term's mean over the last ten epochs)."""
+    """One run's figure (``FIGURES``): ``final`` (last-epoch mAP50-95), ``late10`` / ``late16`` (mean mAP50-95 of its
+    last ten / sixteen epochs by y9's evaluator: y9's own per-epoch validation, or the official's
+    ``--score-epochs`` checkpoints), or ``late10-box`` / ``-cls`` / ``-dfl`` (a training loss term's mean over the last ten epochs)."""
     r = json.loads(Path(path).read_text())
     if figure == "final":
         return r["map50_95"]
@@ -86,13 +86,14 @@ def run_figure(path: str, figure: str) -> float:
         )
     if figure.startswith("late10-"):
         return late_loss(Path(path), r["trainer"], figure.removeprefix("late10-"))
+    n = int(figure.removeprefix("late"))
     per_epoch = list(per_epoch_map(r).values())
-    if len(per_epoch) < 10 or None in per_epoch[-10:]:
+    if len(per_epoch) < n or None in per_epoch[-n:]:
         raise SystemExit(
-            f"{path}: has no ten last epochs scored by y9's evaluator (found {len(per_epoch)}); late10 needs a y9 "
-            "run or an official run made with --score-epochs 10 or more"
+            f"{path}: has no {n} last epochs scored by y9's evaluator (found {len(per_epoch)}); {figure} needs a y9 "
+            f"run or an official run made with --score-epochs {n} or more"
         )
-    return statistics.fmean(per_epoch[-10:])
+    return statistics.fmean(per_epoch[-n:])
 
 
 def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
@@ -110,7 +111,6 @@ def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
     return f"{line} (within {within:g} would take about {c.runs_needed} runs per trainer at these spreads)"
 
 
-
 def sync_runs(a: list[str], b: list[str], first: int, last: int) -> str:
     """Whether runs share their epoch-to-epoch swings over epochs ``first..last`` (1-based, inclusive): the mean
     correlation of the detrended per-epoch mAP50-95 within A, within B and across (accuracy_stats.pair_correlation).
@@ -124,8 +124,10 @@ def sync_runs(a: list[str], b: list[str], first: int, last: int) -> str:
             m = per_epoch_map(r)
             missing = [e for e in range(first, last + 1) if m.get(e) is None]
             if missing:
-                raise SystemExit(f"{p}: has no mAP50-95 by y9's evaluator for epochs {missing}; expected "
-                                 f"{first}-{last} (an official run needs --score-epochs {r.get('epochs', last) - first + 1} or more)")
+                raise SystemExit(
+                    f"{p}: has no mAP50-95 by y9's evaluator for epochs {missing}; expected "
+                    f"{first}-{last} (an official run needs --score-epochs {r.get('epochs', last) - first + 1} or more)"
+                )
             out.append([m[e] for e in range(first, last + 1)])
         return out
 

@@ -13,7 +13,7 @@ Steps (each a sub-command; ``--help`` on each):
                                                --seed (its own loader ignores --seed; official_order.py);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
-  compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late10-box...] [--within 0.01]
+  compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late16|late10-box...] [--within 0.01]
                                                B against A: difference, standard error, permutation p, and
                                                whether a gap or parity within W is shown (accuracy_stats.py).
   sync --a RESULT.json ... --b ... [--epochs 25 40]   whether runs share their epoch-to-epoch swings: mean
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--figure",
         choices=FIGURES,
         default="final",
-        help="final / late10: mAP50-95 of the last epoch / mean of the last ten; late10-box|cls|dfl: that training "
+        help="final / late10 / late16: mAP50-95 of the last epoch / mean of the last ten / sixteen; late10-box|cls|dfl: that training "
         "loss term's mean over the last ten epochs (from the run's per-epoch CSV)",
     )
     cp.add_argument(

@@ -138,8 +138,12 @@ def test_compare_reads_final_and_late10_figures_of_both_trainers(tmp_path):
     assert run_figure(str(paths["y9"]), "late10") == pytest.approx(0.45)
     assert run_figure(str(paths["official"]), "late10") == pytest.approx(0.4)  # epochs 31-40
     assert run_figure(str(paths["unscored"]), "final") == 0.6
-    with pytest.raises(SystemExit, match="unscored.json: has no ten last epochs scored by y9's evaluator"):
+    with pytest.raises(SystemExit, match="unscored.json: has no 10 last epochs scored by y9's evaluator"):
         run_figure(str(paths["unscored"]), "late10")
+    late16 = run_figure(str(paths["official"]), "late16")  # epochs 25-40
+    assert late16 == pytest.approx((6 * 0.9 + 10 * 0.4) / 16)
+    with pytest.raises(SystemExit, match=r"y9.json: has no 16 last epochs .*\(found 12\)"):
+        run_figure(str(paths["y9"]), "late16")
     line = bench.compare_runs([str(paths["official"])], [str(paths["y9"])], "late10", 0.01)
     assert "B-A +0.0500" in line and line.endswith("-> undecided")  # one run each: no spread, no estimate
     official2 = dict(official, per_epoch_scored={k: v + 0.02 for k, v in scored.items()})
