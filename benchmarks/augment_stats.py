@@ -58,7 +58,7 @@ json.dump(rows, open(out, "w"))
 
 def sample_official(args) -> list[dict]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_accuracy import _official_env
+    from reference_env import official_env
 
     out = Path(args.out).resolve()
     work = out.parent / (out.stem + "-official-work")
@@ -74,7 +74,7 @@ def sample_official(args) -> list[dict]:
         str(args.seed),
         "0" if args.no_mosaic else "1",
     ]
-    subprocess.run(cmd, cwd=args.official_dir, env=_official_env(work), check=True)
+    subprocess.run(cmd, cwd=args.official_dir, env=official_env(work), check=True)
     return json.loads(out.read_text())
 
 

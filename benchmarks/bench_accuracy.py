@@ -11,6 +11,7 @@ Steps (each a sub-command; ``--help`` on each):
                                                (gelan-*) untouched from its source tree SRC (numbers only);
            [--official-order seed]             ... on the split's images renamed so that their order follows
                                                --seed (its own loader ignores --seed; official_order.py);
+         --data-stream official --official-dir SRC   y9 trained on train_dual.py's own batches (official_stream.py);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
   compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late16|late10-box...] [--within 0.01]
@@ -48,6 +49,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from accuracy_report import FIGURES, compare_runs, row, sync_runs, table  # noqa: E402
 from official_order import seeded_split  # noqa: E402
+from reference_env import official_env, reference_font  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
@@ -152,7 +154,14 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         from epoch_diagnostics import EpochDiagnostics
 
         callbacks["on_epoch_end"] = [EpochDiagnostics(out / "diag.csv")]
-    trainer = Trainer(config, callbacks=callbacks)
+    hooks = None
+    if args.data_stream == "official":
+        from official_stream import OfficialStreamHooks
+
+        if not args.official_dir:
+            raise SystemExit("--data-stream official needs --official-dir (the official source whose loader it uses)")
+        hooks = OfficialStreamHooks(args.official_dir, args.data, out, digests=2)
+    trainer = Trainer(config, callbacks=callbacks, hooks=hooks)
     result = trainer.fit()
     wall = time.perf_counter() - t0
     hist = result.history
@@ -167,42 +176,10 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         "graph_replays": graphed.replays if graphed is not None else 0,
         "async_save": config.async_save,
         "deterministic": config.deterministic,
+        "data_stream": args.data_stream,
         "weights_sha256": state_digest(trainer.model),  # the final training weights: equal runs, equal digests
     }  # fmt: skip
     return load_checkpoint(result.last), wall, extra
-
-
-def _official_env(work: Path) -> dict:
-    """PYTHONPATH shims so the untouched official code runs on numpy 2 / torch >= 2.6 without IPython."""
-    shim = work / "official_shims"
-    (shim / "IPython").mkdir(parents=True, exist_ok=True)
-    (shim / "sitecustomize.py").write_text(
-        "import numpy\nif not hasattr(numpy, 'trapz'):\n    numpy.trapz = numpy.trapezoid\n"
-        "import torch\n_load = torch.load\n"
-        "def _compat_load(*a, **k):\n    k.setdefault('weights_only', False)\n    return _load(*a, **k)\n"
-        "torch.load = _compat_load\n"
-    )
-    (shim / "IPython" / "__init__.py").write_text(
-        "version_info = (8, 0, 0)\n__version__ = '8.0.0'\ndef get_ipython():\n    return None\n"
-    )
-    (shim / "IPython" / "display.py").write_text("def display(*a, **k):\n    pass\nclear_output = display\n")
-    cfg = work / "official_config"
-    cfg.mkdir(exist_ok=True)
-    _font(cfg)
-    env = dict(os.environ, PYTHONPATH=f"{shim}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    env["YOLOV5_CONFIG_DIR"] = str(cfg)
-    return env
-
-
-def _font(folder: Path) -> None:
-    """The reference trainers want Arial.ttf in their config folder and would download it: give them matplotlib's
-    DejaVuSans instead (the font only draws plot labels)."""
-    import matplotlib
-
-    src = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
-    for name in ("Arial.ttf", "Arial.Unicode.ttf"):
-        if not (folder / name).exists():
-            (folder / name).write_bytes(src.read_bytes())
 
 
 def official_command(args, out: Path, data: Path | None = None) -> list[str]:
@@ -229,7 +206,7 @@ def train_official(args, out: Path) -> tuple[object, float, dict]:
     cmd = official_command(args, out, data)
     t0 = time.perf_counter()
     with open(out / "official.log", "w") as log:
-        subprocess.run(cmd, cwd=src, env=_official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
+        subprocess.run(cmd, cwd=src, env=official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - t0
     weights = out / "official" / "weights"
     extra = {"command": " ".join(cmd), "official_order": args.official_order}
@@ -273,7 +250,7 @@ def ultralytics_arguments(args, out: Path) -> tuple[str, dict]:
 def train_ultralytics(args, out: Path) -> tuple[object, float, dict]:
     cfg = out / "ultralytics_config"
     cfg.mkdir(parents=True, exist_ok=True)
-    _font(cfg)
+    reference_font(cfg)
     os.environ.setdefault("YOLO_OFFLINE", "1")
     os.environ.setdefault("YOLO_CONFIG_DIR", str(cfg))
     from ultralytics import YOLO  # a reference, not a dependency of y9
@@ -356,6 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--hyp", help="y9: hyperparameter recipe name or YAML file (default: y9's defaults)")
     rp.add_argument("--set", nargs="*", default=[], help="y9: key=value overrides of the recipe")
     rp.add_argument("--cache", default="ram", help="y9: image cache (ram | disk | none)")
+    rp.add_argument(
+        "--data-stream",
+        choices=("y9", "official"),
+        default="y9",
+        help="y9: train on y9's loader (its stream follows --seed), or on train_dual.py's own loader from "
+        "--official-dir (the one stream every official run of this split trains on; benchmarks/official_stream.py)",
+    )
     rp.add_argument(
         "--diagnose",
         action="store_true",

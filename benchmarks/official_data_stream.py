@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_accuracy import _official_env  # noqa: E402
 from official_order import seeded_split  # noqa: E402
+from reference_env import official_env  # noqa: E402
 
 # run inside the official source tree (cwd), untouched; argv: train list, seed, imgsz, batch, workers, batches,
 # close_mosaic (0/1)
@@ -58,7 +58,7 @@ def batch_digests(args, data_yaml: Path, seed: int, work: Path) -> list[str]:
     train = str(Path(cfg["path"]) / cfg["train"])
     cmd = [args.python, "-c", _PROBE, train, str(seed), str(args.imgsz), str(args.batch), str(args.workers),
            str(args.batches), str(int(args.close_mosaic))]  # fmt: skip
-    res = subprocess.run(cmd, cwd=Path(args.official_dir).resolve(), env=_official_env(work), capture_output=True,
+    res = subprocess.run(cmd, cwd=Path(args.official_dir).resolve(), env=official_env(work), capture_output=True,
                          text=True)  # fmt: skip
     lines = [ln.split(" ", 2)[2] for ln in res.stdout.splitlines() if ln.startswith("BATCH ")]
     if res.returncode != 0 or len(lines) != args.batches:

@@ -144,7 +144,7 @@ def run_official(args) -> None:
     data = build_data(shared_root() / "datasets" / "coco8", out / "data")
     hyp = {**_scratch_high(Path(args.official_dir)), **AUG_OFF}
     (out / "hyp-lockstep.yaml").write_text("".join(f"{k}: {v}\n" for k, v in hyp.items()))
-    from bench_accuracy import _official_env
+    from reference_env import official_env
 
     cmd = [
         args.python, "train_dual.py", "--weights", str(shared_root().joinpath(*CHECKPOINT)),
@@ -154,7 +154,7 @@ def run_official(args) -> None:
         "--project", str(out), "--name", "official", "--exist-ok",
     ]  # fmt: skip
     with open(out / "official.log", "w") as log:
-        subprocess.run(cmd, cwd=args.official_dir, env=_official_env(out), stdout=log, stderr=log, check=True)
+        subprocess.run(cmd, cwd=args.official_dir, env=official_env(out), stdout=log, stderr=log, check=True)
     run = out / "official"
     with open(run / "results.csv") as f:
         rows = [{k.strip(): v.strip() for k, v in r.items()} for r in csv.DictReader(f)]

@@ -1,0 +1,114 @@
+"""y9's trainer fed train_dual.py's own training batches: a y9 run on the official runs' data stream.
+
+train_dual.py's loader draws its shuffle and augmentation from a constant-seeded generator, so every official run of
+one split, batch size and worker count trains on the same batches (``official_order.py``). A y9 run on y9's loader
+sees another stream per seed, and the stream alone moves a run's per-epoch figures by about 5 points (docs/
+benchmarks.md, session 18). ``OfficialStreamHooks`` replaces y9's training loader with the official's, built as
+train_dual.py builds it (``utils.dataloaders.create_dataloader`` of the untouched official source, hyp.scratch-high,
+``augment=True``, ``shuffle=True``, the plain DataLoader that a ``close_mosaic`` above 0 selects, the same
+workers), and turns
+mosaic off at the epoch train_dual.py does (``dataset.mosaic = False`` when ``epoch == epochs - close_mosaic``). Its
+batches are converted to y9's batch contract (``(batch_index, class, cx, cy, w, h)`` normalised -> ``(batch_index,
+class, x1, y1, x2, y2)`` in pixels; the images are the official's RGB uint8 as they come). Everything else (model,
+loss, optimiser, EMA, validation) is y9's. So y9 against the official on one stream compares the trainers without
+the data pipelines or the stream's luck between them.
+
+The official's loader iterates exactly once per epoch here, as in train_dual.py (each iteration draws its seeds from
+the generator). With ``digests`` the first batches of the first epoch are printed as sha256 over the official's
+images and targets, the figure ``official_data_stream.py`` prints for the official's own loader: equal digests,
+equal batches. Benchmark code: it imports the official source (numbers only; nothing of it goes into y9).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import yaml
+
+from y9train.hooks import TrainHooks
+
+
+class OfficialBatches:
+    """The official training loader, yielding y9 batches (``y9train.data.loader``'s contract)."""
+
+    def __init__(self, loader, digests: int = 0, report=print):
+        self.loader = loader
+        self.digests = digests
+        self.report = report
+        self.epochs_started = 0
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        import torch
+
+        first_epoch = self.epochs_started == 0
+        self.epochs_started += 1
+        for i, (imgs, targets, paths, _) in enumerate(self.loader):
+            if first_epoch and i < self.digests:
+                digest = hashlib.sha256(imgs.numpy().tobytes() + targets.numpy().tobytes()).hexdigest()[:16]
+                names = " ".join(Path(p).name[-24:] for p in paths[:2])
+                self.report(f"official stream, epoch 1 batch {i}: {digest} {names}")
+            h, w = imgs.shape[2:]
+            labels = torch.empty_like(targets)
+            labels[:, :2] = targets[:, :2]
+            centre = targets[:, 2:4] * targets.new_tensor([w, h])
+            half = targets[:, 4:6] * targets.new_tensor([w, h]) / 2
+            labels[:, 2:4] = centre - half
+            labels[:, 4:6] = centre + half
+            n = imgs.shape[0]
+            yield {"img": imgs, "labels": labels, "paths": list(paths), "orig_hw": [None] * n,
+                   "ratio_pad": [None] * n}  # fmt: skip
+
+
+class OfficialStreamHooks(TrainHooks):
+    """Single-process hooks whose training loader is train_dual.py's (see the module docstring)."""
+
+    def __init__(
+        self, official_dir: str | Path, data_yaml: str | Path, work: Path, digests: int = 0, report=print
+    ):
+        self.official_dir = Path(official_dir).resolve()
+        self.work = Path(work)
+        self.data_yaml = Path(data_yaml)
+        self.digests = digests
+        self.report = report
+        self.official_dataset = None
+        self.close_mosaic = 0
+
+    def attach(self, trainer) -> None:
+        self.close_mosaic = trainer.config.hyp.close_mosaic
+        trainer.add_callback("on_epoch_start", self._close_mosaic)
+
+    def build_train_loader(self, dataset, batch_size: int, *, workers: int, multi_scale: bool, seed: int):
+        if multi_scale:
+            raise SystemExit("the official data stream has one image size; multi_scale cannot use it.")
+        from reference_env import official_shims
+
+        for folder in (
+            str(official_shims(self.work)),
+            str(self.official_dir),
+        ):  # its IPython stub, then its source
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
+        from utils.dataloaders import create_dataloader  # the official source's, untouched
+
+        cfg = yaml.safe_load(self.data_yaml.read_text())
+        train = str(Path(cfg["path"]) / cfg["train"])
+        hyp = yaml.safe_load((self.official_dir / "data" / "hyps" / "hyp.scratch-high.yaml").read_text())
+        loader, self.official_dataset = create_dataloader(
+            train, dataset.imgsz, batch_size, 32, False, hyp=hyp, augment=True, cache=None, rect=False, rank=-1,
+            workers=workers, image_weights=False, close_mosaic=self.close_mosaic != 0, quad=False, prefix="", shuffle=True,
+            min_items=0,
+        )  # fmt: skip
+        return OfficialBatches(loader, self.digests, self.report)
+
+    def _close_mosaic(self, trainer) -> None:
+        n = trainer.config.hyp.close_mosaic
+        if (
+            n and trainer.epoch == trainer.config.epochs - n
+        ):  # train_dual.py's rule, at the start of the epoch
+            self.official_dataset.mosaic = False
+            self.report(f"official stream: mosaic off from epoch {trainer.epoch + 1}")
