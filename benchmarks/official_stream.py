@@ -16,7 +16,8 @@ the data pipelines or the stream's luck between them.
 The official's loader iterates exactly once per epoch here, as in train_dual.py (each iteration draws its seeds from
 the generator). With ``digests`` the first batches of the first epoch are printed as sha256 over the official's
 images and targets, the figure ``official_data_stream.py`` prints for the official's own loader: equal digests,
-equal batches. Benchmark code: it imports the official source (numbers only; nothing of it goes into y9).
+equal batches. Benchmark code: it imports the official source into the training process (numbers only; nothing of
+it goes into y9), and that import sets OpenCV to one thread there, as it does in train_dual.py.
 """
 
 from __future__ import annotations
