@@ -25,26 +25,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from official_order import seeded_split  # noqa: E402
+from official_order import seeded_split, split_list  # noqa: E402
 from reference_env import official_env  # noqa: E402
 
-# run inside the official source tree (cwd), untouched; argv: train list, seed, imgsz, batch, workers, batches,
-# close_mosaic (0/1)
+# run inside the official source tree (cwd) with the official's Python; argv: y9 root, train list, seed, imgsz,
+# batch, workers, batches, close_mosaic (0/1), work folder
 _PROBE = """
-import hashlib, sys
+import sys
 from pathlib import Path
-import yaml
+root, train, (seed, imgsz, batch, workers, n, close), work = sys.argv[1], sys.argv[2], map(int, sys.argv[3:9]), sys.argv[9]
+sys.path[:0] = [root, root + '/benchmarks']
+from official_stream import batch_digest, official_train_loader
 from utils.general import init_seeds
-from utils.dataloaders import create_dataloader
-train, seed, imgsz, batch, workers, n, close = sys.argv[1], *map(int, sys.argv[2:])
 init_seeds(seed + 1, deterministic=True)  # train_dual.py: init_seeds(opt.seed + 1 + RANK, deterministic=True)
-hyp = yaml.safe_load(open('data/hyps/hyp.scratch-high.yaml'))
-loader, _ = create_dataloader(train, imgsz, batch, 32, False, hyp=hyp, augment=True, cache=None, rect=False,
-                              rank=-1, workers=workers, image_weights=False, close_mosaic=bool(close), quad=False,
-                              prefix='', shuffle=True, min_items=0)
+loader, _ = official_train_loader(Path('.'), train, imgsz, batch, workers, bool(close), Path(work))
 for i, (imgs, targets, paths, _) in enumerate(loader):
-    digest = hashlib.sha256(imgs.numpy().tobytes() + targets.numpy().tobytes()).hexdigest()[:16]
-    print('BATCH', i, digest, ' '.join(Path(p).name[-24:] for p in paths[:2]), flush=True)
+    print('BATCH', i, batch_digest(imgs, targets, paths), flush=True)
     if i + 1 == n:
         break
 """
@@ -52,12 +48,8 @@ for i, (imgs, targets, paths, _) in enumerate(loader):
 
 def batch_digests(args, data_yaml: Path, seed: int, work: Path) -> list[str]:
     """The official loader's first ``args.batches`` batches for ``seed``: one 'digest names' string each."""
-    import yaml
-
-    cfg = yaml.safe_load(data_yaml.read_text())
-    train = str(Path(cfg["path"]) / cfg["train"])
-    cmd = [args.python, "-c", _PROBE, train, str(seed), str(args.imgsz), str(args.batch), str(args.workers),
-           str(args.batches), str(int(args.close_mosaic))]  # fmt: skip
+    cmd = [args.python, "-c", _PROBE, str(ROOT), str(split_list(data_yaml)), str(seed), str(args.imgsz),
+           str(args.batch), str(args.workers), str(args.batches), str(int(args.close_mosaic)), str(work)]  # fmt: skip
     res = subprocess.run(cmd, cwd=Path(args.official_dir).resolve(), env=official_env(work), capture_output=True,
                          text=True)  # fmt: skip
     lines = [ln.split(" ", 2)[2] for ln in res.stdout.splitlines() if ln.startswith("BATCH ")]

@@ -73,9 +73,6 @@ def step_batches(epochs: int = EPOCHS) -> tuple[int, ...]:
     return tuple(steps)
 
 
-STEP_BATCHES = step_batches()
-
-
 def shared_root() -> Path:
     import os
 
@@ -158,10 +155,10 @@ def run_official(args) -> None:
     run = out / "official"
     with open(run / "results.csv") as f:
         rows = [{k.strip(): v.strip() for k, v in r.items()} for r in csv.DictReader(f)]
-    steps = []
+    steps, stepped = [], step_batches(args.epochs)
     for it, row in enumerate(rows):
         entry = {"iteration": it, **{k: float(row[f"train/{k}_loss"]) for k in ("box", "cls", "dfl")}}
-        if it in step_batches(args.epochs):
+        if it in stepped:
             st = official_state(run / "weights" / f"epoch{it}.pt")
             entry["buffer_norms"] = layer_group_norms(st["bufs"], st["group"])
         steps.append(entry)
@@ -319,7 +316,7 @@ def compare(args) -> None:
     epochs = recorded["epochs"]
     forced = teacher_forced(data, out / "official", out / "y9", checkpoint, device=args.device, epochs=epochs)
     free = free_running(
-        data, out / "y9", checkpoint, epochs=epochs, ema_at=STEP_BATCHES[:3], device=args.device
+        data, out / "y9", checkpoint, epochs=epochs, ema_at=step_batches(epochs)[:3], device=args.device
     )
     for row in forced[:-1]:
         ref = official[row["iteration"]]

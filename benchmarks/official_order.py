@@ -28,6 +28,13 @@ import yaml
 from y9train.data.paths import label_path_for
 
 
+def split_list(data_yaml: Path, key: str = "train") -> Path:
+    """The image list file a split's data.yaml names under ``key`` (``bench_accuracy.py split`` writes absolute
+    ``path`` and list names relative to it)."""
+    cfg = yaml.safe_load(Path(data_yaml).read_text())
+    return Path(cfg["path"]) / cfg[key]
+
+
 def order_key(seed: int, name: str) -> str:
     """12 hex digits of sha256 over ``"{seed}/{name}"``: the prefix that sorts a training image for ``seed``."""
     return hashlib.sha256(f"{seed}/{name}".encode()).hexdigest()[:12]
@@ -38,12 +45,13 @@ def seeded_split(data_yaml: Path, out: Path, seed: int) -> Path:
     images and labels renamed for ``seed`` (symlinks); returns the new data.yaml (its ``val`` is the original
     evaluation list). An image without a label file stays without one (a background image, as before)."""
     cfg = yaml.safe_load(Path(data_yaml).read_text())
-    base = Path(cfg["path"])
-    images = [Path(line) for line in (base / cfg["train"]).read_text().splitlines() if line.strip()]
+    listed = split_list(data_yaml)
+    images = [Path(line) for line in listed.read_text().splitlines() if line.strip()]
     names = [p.name for p in images]
     if len(set(names)) != len(names):
-        raise SystemExit(f"{base / cfg['train']}: two training images share a file name; a seeded order needs "
-                         "unique names.")  # fmt: skip
+        raise SystemExit(
+            f"{listed}: two training images share a file name; a seeded order needs unique names."
+        )
     img_dir, lbl_dir = out / "images" / "train", out / "labels" / "train"
     img_dir.mkdir(parents=True, exist_ok=True)
     lbl_dir.mkdir(parents=True, exist_ok=True)
@@ -58,7 +66,9 @@ def seeded_split(data_yaml: Path, out: Path, seed: int) -> Path:
         listed.append(dst)
     out.mkdir(parents=True, exist_ok=True)
     (out / "train.txt").write_text("".join(f"{p}\n" for p in listed))
-    seeded = dict(cfg, path=str(out.resolve()), train="train.txt", val=str((base / cfg["val"]).resolve()))
+    seeded = dict(
+        cfg, path=str(out.resolve()), train="train.txt", val=str(split_list(data_yaml, "val").resolve())
+    )
     (out / "data.yaml").write_text(yaml.safe_dump(seeded, sort_keys=False))
     return out / "data.yaml"
 

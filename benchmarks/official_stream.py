@@ -27,8 +27,39 @@ import sys
 from pathlib import Path
 
 import yaml
+from official_order import split_list
 
 from y9train.hooks import TrainHooks
+
+
+def official_train_loader(
+    official_dir: Path, train_list: Path, imgsz: int, batch: int, workers: int, close_mosaic: bool, work: Path
+):
+    """train_dual.py's training ``(loader, dataset)``, built as train_dual.py builds them: the untouched source's
+    ``utils.dataloaders.create_dataloader`` with hyp.scratch-high, ``augment=True``, ``shuffle=True``, stride 32;
+    ``close_mosaic`` selects its plain DataLoader (train_dual.py's ``--close-mosaic`` above 0), else its
+    InfiniteDataLoader. Puts the official's IPython stub (``reference_env.official_shims(work)``) and its source on
+    ``sys.path`` first."""
+    from reference_env import official_shims
+
+    for folder in (str(official_shims(work)), str(official_dir)):  # its IPython stub, then its source
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    from utils.dataloaders import create_dataloader  # the official source's, untouched
+
+    hyp = yaml.safe_load((Path(official_dir) / "data" / "hyps" / "hyp.scratch-high.yaml").read_text())
+    return create_dataloader(
+        str(train_list), imgsz, batch, 32, False, hyp=hyp, augment=True, cache=None, rect=False, rank=-1,
+        workers=workers, image_weights=False, close_mosaic=close_mosaic, quad=False, prefix="", shuffle=True,
+        min_items=0,
+    )  # fmt: skip
+
+
+def batch_digest(imgs, targets, paths) -> str:
+    """``"<digest> <names>"`` of an official batch: 16 hex digits of sha256 over its images and targets, then the
+    last 24 characters of its first two file names."""
+    digest = hashlib.sha256(imgs.numpy().tobytes() + targets.numpy().tobytes()).hexdigest()[:16]
+    return f"{digest} {' '.join(Path(p).name[-24:] for p in paths[:2])}"
 
 
 class OfficialBatches:
@@ -50,9 +81,7 @@ class OfficialBatches:
         self.epochs_started += 1
         for i, (imgs, targets, paths, _) in enumerate(self.loader):
             if first_epoch and i < self.digests:
-                digest = hashlib.sha256(imgs.numpy().tobytes() + targets.numpy().tobytes()).hexdigest()[:16]
-                names = " ".join(Path(p).name[-24:] for p in paths[:2])
-                self.report(f"official stream, epoch 1 batch {i}: {digest} {names}")
+                self.report(f"official stream, epoch 1 batch {i}: {batch_digest(imgs, targets, paths)}")
             h, w = imgs.shape[2:]
             labels = torch.empty_like(targets)
             labels[:, :2] = targets[:, :2]
@@ -86,30 +115,15 @@ class OfficialStreamHooks(TrainHooks):
     def build_train_loader(self, dataset, batch_size: int, *, workers: int, multi_scale: bool, seed: int):
         if multi_scale:
             raise SystemExit("the official data stream has one image size; multi_scale cannot use it.")
-        from reference_env import official_shims
-
-        for folder in (
-            str(official_shims(self.work)),
-            str(self.official_dir),
-        ):  # its IPython stub, then its source
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
-        from utils.dataloaders import create_dataloader  # the official source's, untouched
-
-        cfg = yaml.safe_load(self.data_yaml.read_text())
-        train = str(Path(cfg["path"]) / cfg["train"])
-        hyp = yaml.safe_load((self.official_dir / "data" / "hyps" / "hyp.scratch-high.yaml").read_text())
-        loader, self.official_dataset = create_dataloader(
-            train, dataset.imgsz, batch_size, 32, False, hyp=hyp, augment=True, cache=None, rect=False, rank=-1,
-            workers=workers, image_weights=False, close_mosaic=self.close_mosaic != 0, quad=False, prefix="", shuffle=True,
-            min_items=0,
+        loader, self.official_dataset = official_train_loader(
+            self.official_dir, split_list(self.data_yaml), dataset.imgsz, batch_size, workers,
+            self.close_mosaic != 0, self.work,
         )  # fmt: skip
         return OfficialBatches(loader, self.digests, self.report)
 
     def _close_mosaic(self, trainer) -> None:
         n = trainer.config.hyp.close_mosaic
-        if (
-            n and trainer.epoch == trainer.config.epochs - n
-        ):  # train_dual.py's rule, at the start of the epoch
+        # train_dual.py's rule, at the start of the epoch
+        if n and trainer.epoch == trainer.config.epochs - n:
             self.official_dataset.mosaic = False
             self.report(f"official stream: mosaic off from epoch {trainer.epoch + 1}")
