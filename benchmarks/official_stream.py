@@ -62,6 +62,21 @@ def batch_digest(imgs, targets, paths) -> str:
     return f"{digest} {' '.join(Path(p).name[-24:] for p in paths[:2])}"
 
 
+def y9_labels(targets, shape):
+    """The official loader's targets ``(batch_index, class, cx, cy, w, h)``, normalised, of images of ``shape``
+    ``(B, C, H, W)`` -> y9's labels ``(batch_index, class, x1, y1, x2, y2)`` in pixels."""
+    import torch
+
+    h, w = shape[2:]
+    labels = torch.empty_like(targets)
+    labels[:, :2] = targets[:, :2]
+    centre = targets[:, 2:4] * targets.new_tensor([w, h])
+    half = targets[:, 4:6] * targets.new_tensor([w, h]) / 2
+    labels[:, 2:4] = centre - half
+    labels[:, 4:6] = centre + half
+    return labels
+
+
 class OfficialBatches:
     """The official training loader, yielding y9 batches (``y9train.data.loader``'s contract)."""
 
@@ -75,23 +90,15 @@ class OfficialBatches:
         return len(self.loader)
 
     def __iter__(self):
-        import torch
 
         first_epoch = self.epochs_started == 0
         self.epochs_started += 1
         for i, (imgs, targets, paths, _) in enumerate(self.loader):
             if first_epoch and i < self.digests:
                 self.report(f"official stream, epoch 1 batch {i}: {batch_digest(imgs, targets, paths)}")
-            h, w = imgs.shape[2:]
-            labels = torch.empty_like(targets)
-            labels[:, :2] = targets[:, :2]
-            centre = targets[:, 2:4] * targets.new_tensor([w, h])
-            half = targets[:, 4:6] * targets.new_tensor([w, h]) / 2
-            labels[:, 2:4] = centre - half
-            labels[:, 4:6] = centre + half
             n = imgs.shape[0]
-            yield {"img": imgs, "labels": labels, "paths": list(paths), "orig_hw": [None] * n,
-                   "ratio_pad": [None] * n}  # fmt: skip
+            yield {"img": imgs, "labels": y9_labels(targets, imgs.shape), "paths": list(paths),
+                   "orig_hw": [None] * n, "ratio_pad": [None] * n}  # fmt: skip
 
 
 class OfficialStreamHooks(TrainHooks):

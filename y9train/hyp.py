@@ -75,8 +75,8 @@ class Hyp:
 
     The recipe switches (``docs/training.md``, "Recipes"; ``configs/hyp-official.yaml`` sets the official value of
     each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
-    ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype``, ``bias_prior_imgsz``, ``ema_fp16`` and
-    ``init_fp16_round``.
+    ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype``, ``bias_prior_imgsz``, ``ema_fp16``,
+    ``init_fp16_round`` and ``loss_fp16``.
     """
 
     # optimiser
@@ -114,6 +114,7 @@ class Hyp:
     aux_weight: float = 0.25  # auxiliary branch of yolov9-* models
     label_smoothing: float = 0.0
     label_smoothing_decay: bool = False  # decay linearly to 0 over the run
+    loss_fp16: bool = False  # under fp16 autocast: round in the loss where train_dual.py's autocast loss does
     # model
     bias_prior_imgsz: int = 0  # image size of the class-bias prior of a fresh head; 0 = the training size
     init_fp16_round: bool = False  # starting weights rounded to fp16 once (train_dual.py's half().float())

@@ -139,9 +139,13 @@ class Trainer:
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        loss_fp16 = hyp.loss_fp16 and self.amp_dtype == torch.float16  # fp16 autocast (CUDA only: resolve_amp)
+        if hyp.loss_fp16:  # the run's log says which loss path it took
+            self.reporter.info("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
+                               "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")
         self.loss_fn = DetectionLoss.from_model(
             self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
-            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner,
+            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
         )  # fmt: skip
 
         workers = max(0, min(cfg.workers, cpu_count()))

@@ -41,12 +41,14 @@ SCRATCH_HIGH = {
 }  # fmt: skip
 # train_dual.py's behaviour: SGD, linear LambdaLR stepped per epoch, nbs 64, warmup max(3 epochs, 100 batches),
 # clip 10, EMA 0.9999 / 2000, the fp16 GradScaler, the official assigner, the accumulation ramp, dropped
-# epoch-end gradients, bias prior at 640; copy_paste 0.3 pastes segments only (a no-op on box labels: 0.0 here)
+# epoch-end gradients, bias prior at 640, the loss inside the fp16 autocast, the fp16 EMA after its first validation
+# and the fp16 rounding of the starting weights; copy_paste 0.3 pastes segments only (a no-op on box labels: 0.0 here)
 OFFICIAL_TRAINER = {
     "optimizer": "sgd", "schedule": "linear", "lr_step": "epoch", "nbs": 64, "warmup_min_iters": 100,
     "clip_grad": 10.0, "ema_decay": 0.9999, "ema_tau": 2000.0, "amp_dtype": "fp16", "assigner": "official",
     "warmup_accumulate_ramp": True, "epoch_end": "drop", "bias_prior_imgsz": 640, "copy_paste": 0.0,
-    "label_smoothing": 0.0, "aux_weight": 0.25, "multi_scale": False,
+    "label_smoothing": 0.0, "aux_weight": 0.25, "multi_scale": False, "loss_fp16": True, "ema_fp16": True,
+    "init_fp16_round": True,
 }  # fmt: skip
 
 
@@ -85,6 +87,7 @@ def test_default_recipe_is_the_measured_one():
         False,
     )
     assert (hyp.amp_dtype, hyp.bias_prior_imgsz) == ("auto", 0)
+    assert (hyp.loss_fp16, hyp.ema_fp16, hyp.init_fp16_round) == (False, False, False)
 
 
 @pytest.mark.parametrize(

@@ -148,8 +148,12 @@ def alignment(
     alpha: float,
     beta: float,
     overlap: str = "iou",
+    fp16_scores: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Step 2: ``(iou (Tensor[P]), align (Tensor[P]))`` of pairs, float32 (``overlap``: "iou" or "ciou").
+
+    ``fp16_scores``: the class probabilities are rounded to fp16 before the power, as the official loss's
+    ``sigmoid()`` of fp16 logits returns them under fp16 autocast (its ``pow`` then runs in float32).
 
     Args:
         cls_logits (Tensor[B, A, nc]): class logits (any float dtype; a transposed view is fine).
@@ -163,6 +167,8 @@ def alignment(
     fn = ciou if overlap == "ciou" else box_iou
     iou = fn(pred.float(), labels[gt, 2:6].float()).clamp(min=0)
     score = torch.sigmoid(cls_logits[img, anchor, labels[gt, 1].long()].float())
+    if fp16_scores:
+        score = score.half().float()
     return iou, score.pow(alpha) * iou.pow(beta)
 
 
@@ -208,6 +214,7 @@ def official_conflicts(
     num_anchors: int,
     alpha: float,
     beta: float,
+    fp16_scores: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Step 4, official rule: ``(gt, anchor, iou, align)`` of the final positives.
 
@@ -236,7 +243,9 @@ def official_conflicts(
     offset = torch.arange(owner.numel(), device=gt.device) - (torch.cumsum(reps, 0) - reps)[owner]
     c_gt = order[first[c_img][owner] + offset]
     c_anchor = c_anchor[owner]
-    c_iou, c_align = alignment(cls_logits, pred_boxes, labels, c_gt, c_anchor, alpha, beta, "ciou")
+    c_iou, c_align = alignment(
+        cls_logits, pred_boxes, labels, c_gt, c_anchor, alpha, beta, "ciou", fp16_scores
+    )
     win = resolve_conflicts(owner, c_gt, c_iou, multi_keys.numel(), n)
     return (
         torch.cat((gt[single], c_gt[win])),
@@ -267,6 +276,7 @@ class TaskAlignedAssigner:
         overlap: "iou" (default) or "ciou" (clamped at 0, as the official assigner).
         rule: "y9" (threshold, selected boxes compete) or "official" (no threshold, all boxes of the image
             compete for a conflicting anchor; needs ``overlap="ciou"``), see the module docstring.
+        fp16_scores: class probabilities rounded to fp16 in the alignment metric (``alignment``).
     """
 
     def __init__(
@@ -278,6 +288,7 @@ class TaskAlignedAssigner:
         max_pairs: int = 1 << 22,
         overlap: str = "iou",
         rule: str = "y9",
+        fp16_scores: bool = False,
     ):
         if overlap not in ("iou", "ciou"):
             raise ValueError(f"overlap is {overlap!r}; expected 'iou' or 'ciou'.")
@@ -286,7 +297,7 @@ class TaskAlignedAssigner:
         if rule == "official" and overlap != "ciou":
             raise ValueError(f"assigner rule 'official' uses CIoU; got overlap {overlap!r}, expected 'ciou'.")
         self.topk, self.alpha, self.beta, self.eps, self.max_pairs = topk, alpha, beta, eps, max_pairs
-        self.overlap, self.rule = overlap, rule
+        self.overlap, self.rule, self.fp16_scores = overlap, rule, bool(fp16_scores)
 
     @torch.no_grad()
     def __call__(
@@ -311,7 +322,15 @@ class TaskAlignedAssigner:
             if gt.numel() == 0:
                 continue
             iou, align = alignment(
-                cls_logits, pred_boxes, labels, gt, anchor, self.alpha, self.beta, self.overlap
+                cls_logits,
+                pred_boxes,
+                labels,
+                gt,
+                anchor,
+                self.alpha,
+                self.beta,
+                self.overlap,
+                self.fp16_scores,
             )
             eps = 0.0 if self.rule == "official" else self.eps
             sel = select_topk(gt - first, align, last - first, self.topk, eps).nonzero().squeeze(1)
@@ -323,7 +342,7 @@ class TaskAlignedAssigner:
         if self.rule == "official":
             pairs = (gt, anchor, iou, align)
             gt, anchor, iou, align = official_conflicts(
-                cls_logits, pred_boxes, labels, pairs, a, self.alpha, self.beta
+                cls_logits, pred_boxes, labels, pairs, a, self.alpha, self.beta, self.fp16_scores
             )
         else:
             img = labels[gt, 0].long()

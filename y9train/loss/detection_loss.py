@@ -14,6 +14,13 @@ Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32; 
 Dual (yolov9-*) output: ``parts = 1.0 * main + aux_weight * aux`` per term. Gains: box 7.5, cls 0.5, dfl 1.5.
 ``total = batch_size * (gained box + gained cls + gained dfl)`` is what ``backward()`` gets; the returned
 components are the gained terms (not multiplied by the batch size), detached.
+
+Precision: float32 throughout by default, whatever the dtype of the network's outputs. ``fp16=True`` rounds where
+the official loss (utils/loss_tal_dual.py), computed inside train_dual.py's fp16 autocast, rounds: the decoded
+distances (``dfl_decode_fp16``), the predicted boxes (fp16 anchor points minus fp16 distances, so the box loss's
+CIoU takes the predicted widths, heights, area and aspect angle in fp16 and the rest in float32, by torch's type
+promotion), the assigner's class probabilities, and the class targets of the BCE. The normaliser, the box and DFL
+weights and the DFL targets stay float32, as there.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import torch.nn.functional as F
 
 from y9train.loss.assigner import Assignment, TaskAlignedAssigner
 from y9train.loss.boxes import bbox2dist, ciou, dist2bbox
-from y9train.loss.dfl import dfl_decode, dfl_loss
+from y9train.loss.dfl import dfl_decode, dfl_decode_fp16, dfl_loss
 from y9train.loss.grid import AnchorGrid
 
 __all__ = ["DetectionLoss", "batch_normaliser"]
@@ -52,6 +59,8 @@ class DetectionLoss:
         assigner_rule: "y9" (default) or "official": the candidate and conflict rules of the assigner
             (``y9train.loss.assigner``; "official" needs CIoU).
         max_pairs: memory bound of the assigner (box, candidate) pairs processed at once.
+        fp16: round as the official loss does inside fp16 autocast (the module docstring); ``Hyp.loss_fp16``,
+            which the trainer turns on only for a run under fp16 autocast.
     """
 
     def __init__(
@@ -71,6 +80,7 @@ class DetectionLoss:
         max_pairs: int = 1 << 22,
         assigner_overlap: str = "ciou",
         assigner_rule: str = "y9",
+        fp16: bool = False,
     ):
         if nc < 1:
             raise ValueError(f"nc is {nc}; expected at least one class.")
@@ -78,8 +88,15 @@ class DetectionLoss:
         self.gains = (float(box_gain), float(cls_gain), float(dfl_gain))
         self.label_smoothing = float(label_smoothing)
         self.aux_weight = float(aux_weight)
+        self.fp16 = bool(fp16)
         self.assigner = TaskAlignedAssigner(
-            topk, alpha, beta, max_pairs=max_pairs, overlap=assigner_overlap, rule=assigner_rule
+            topk,
+            alpha,
+            beta,
+            max_pairs=max_pairs,
+            overlap=assigner_overlap,
+            rule=assigner_rule,
+            fp16_scores=fp16,
         )
         self._grids: dict[tuple, AnchorGrid] = {}
         #: ``T`` from the batch's sum of target scores (Tensor[] -> Tensor[]); replaceable, see the module docstring
@@ -151,7 +168,8 @@ class DetectionLoss:
         eps = self.label_smoothing
         xf = cls_logits.float()
         x_pos = xf[asg.batch_idx, labels[asg.gt_idx, 1].long(), asg.anchor_idx]
-        loss = F.softplus(xf).sum() - (1.0 - eps) * (x_pos * asg.score).sum()
+        target = asg.score.half().float() if self.fp16 else asg.score
+        loss = F.softplus(xf).sum() - (1.0 - eps) * (x_pos * target).sum()
         if eps:
             loss = loss - (eps / 2.0) * xf.sum()
         return loss
@@ -175,9 +193,12 @@ class DetectionLoss:
         return decode
 
     def _decode(self, logits: torch.Tensor, grid: AnchorGrid, anchor: torch.Tensor) -> torch.Tensor:
-        """Boxes (x1, y1, x2, y2) in grid units, float32: ``logits (Tensor[K, 4R])`` at ``anchor (Tensor[K])``."""
-        dist = dfl_decode(logits.float().view(-1, 4, self.reg_max))
-        return dist2bbox(dist, grid.points[anchor], xywh=False)
+        """Boxes (x1, y1, x2, y2) in grid units: ``logits (Tensor[K, 4R])`` at ``anchor (Tensor[K])``; float32,
+        or float16 with ``fp16`` (anchor points ``i + 0.5`` are exact in fp16)."""
+        logits = logits.view(-1, 4, self.reg_max)
+        if self.fp16:
+            return dist2bbox(dfl_decode_fp16(logits), grid.points[anchor].half(), xywh=False)
+        return dist2bbox(dfl_decode(logits.float()), grid.points[anchor], xywh=False)
 
     def _grid(self, feats: Sequence[torch.Tensor]) -> AnchorGrid:
         key = (tuple(tuple(f.shape[2:]) for f in feats), feats[0].device)

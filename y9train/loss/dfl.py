@@ -10,13 +10,26 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["dfl_decode", "dfl_loss"]
+__all__ = ["dfl_decode", "dfl_decode_fp16", "dfl_loss"]
 
 
 def dfl_decode(logits: torch.Tensor) -> torch.Tensor:
     """Expected distance per side: ``logits (Tensor[..., R])`` -> ``Tensor[...]`` in ``[0, R - 1]``."""
     bins = torch.arange(logits.shape[-1], device=logits.device, dtype=logits.dtype)
     return logits.softmax(-1) @ bins
+
+
+def dfl_decode_fp16(logits: torch.Tensor) -> torch.Tensor:
+    """``dfl_decode`` as an fp16 autocast region computes it: ``logits (Tensor[..., R])`` -> ``Tensor[...]`` float16.
+
+    Under ``torch.autocast(dtype=float16)`` the softmax runs in float32 and the matmul with the bins takes fp16
+    operands and returns fp16 (float32 accumulation): the probabilities and the expectation are each rounded to
+    fp16, in the forward pass and, through the casts, in the backward pass. Written out with explicit casts so
+    that it gives the same numbers with autocast off and on a CPU.
+    """
+    bins = torch.arange(logits.shape[-1], device=logits.device, dtype=torch.float32)
+    prob = logits.float().softmax(-1).half().float()
+    return (prob @ bins).half()
 
 
 def dfl_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
