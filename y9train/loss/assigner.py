@@ -321,17 +321,8 @@ class TaskAlignedAssigner:
             gt, anchor = candidate_pairs(ranges, grid, first, last, total)
             if gt.numel() == 0:
                 continue
-            iou, align = alignment(
-                cls_logits,
-                pred_boxes,
-                labels,
-                gt,
-                anchor,
-                self.alpha,
-                self.beta,
-                self.overlap,
-                self.fp16_scores,
-            )
+            metric = (self.alpha, self.beta, self.overlap, self.fp16_scores)
+            iou, align = alignment(cls_logits, pred_boxes, labels, gt, anchor, *metric)
             eps = 0.0 if self.rule == "official" else self.eps
             sel = select_topk(gt - first, align, last - first, self.topk, eps).nonzero().squeeze(1)
             kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))  # one size read, not one per mask index
