@@ -73,8 +73,11 @@ def _official_ciou(b1: torch.Tensor, b2: torch.Tensor, eps: float = 1e-7) -> tor
     return iou - (rho2 / c2 + v * alpha)
 
 
-def _official_fp16_flow(maps: list[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-    """(box, cls, dfl) of one branch, before gains, as utils/loss_tal_dual.py computes it under fp16 autocast."""
+def _official_fp16_flow(
+    maps: list[torch.Tensor], labels: torch.Tensor, round_targets: bool = True
+) -> torch.Tensor:
+    """(box, cls, dfl) of one branch, before gains, as utils/loss_tal_dual.py computes it under fp16 autocast
+    (``round_targets=False``: the same but the BCE's targets left float32, to show that the test sees them)."""
     grid = AnchorGrid.from_feats(maps, STRIDES)
     b = maps[0].shape[0]
     x = torch.cat([m.flatten(2) for m in maps], 2)  # fp16 [B, 4R + nc, A]
@@ -93,7 +96,9 @@ def _official_fp16_flow(maps: list[torch.Tensor], labels: torch.Tensor) -> torch
     tss = max(target_scores.sum(), torch.tensor(1.0))
     cls = (
         F.binary_cross_entropy_with_logits(
-            pred_scores.float(), target_scores.half().float(), reduction="none"
+            pred_scores.float(),
+            target_scores.half().float() if round_targets else target_scores,
+            reduction="none",
         ).sum()
         / tss
     )
@@ -158,12 +163,9 @@ def test_fp16_loss_equals_the_official_autocast_flow_and_the_float32_loss_does_n
     # the float32 loss of the same maps is farther from this flow than the tolerance, in the box term at least
     plain = DetectionLoss(NC, assigner_rule="official").branch_loss([m.detach() for m in maps], LABELS)
     assert (plain - ref.detach()).abs()[0] > 20 * tol[0]
-    if confident:  # the class targets' rounding alone moves the class term by more than the tolerance
-        unrounded = DetectionLoss(NC, assigner_rule="official", fp16=True)
-        unrounded.fp16 = False  # the assigner and the decode still round: only the BCE targets stay float32
-        unrounded._decode = DetectionLoss(NC, fp16=True)._decode
-        cls = unrounded.branch_loss([m.detach() for m in maps], LABELS)[1]
-        assert (cls - ref[1].detach()).abs() > 5 * tol[1]
+    if confident:  # the BCE targets' rounding alone moves the class term by more than the tolerance
+        unrounded = _official_fp16_flow([m.detach() for m in maps], LABELS, round_targets=False)
+        assert (unrounded[1] - got[1].detach()).abs() > 5 * tol[1]
 
 
 @pytest.mark.parametrize("requested", [True, False])
