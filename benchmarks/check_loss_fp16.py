@@ -47,9 +47,10 @@ def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def leaves(preds) -> list[list[torch.Tensor]]:
-    """The official train-mode output ``[aux maps, main maps]`` as fresh leaves requiring gradients."""
-    return [[m.detach().clone().requires_grad_() for m in branch] for branch in preds]
+def leaves(preds, dtype: torch.dtype | None = None) -> list[list[torch.Tensor]]:
+    """The official train-mode output ``[aux maps, main maps]`` as fresh leaves requiring gradients (cast to
+    ``dtype`` when given)."""
+    return [[m.detach().to(dtype=dtype, copy=True).requires_grad_() for m in branch] for branch in preds]
 
 
 def loss_and_grad(fn, maps: list[list[torch.Tensor]], scale: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,9 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
                "official": ref_parts.tolist()}  # fmt: skip
         for name in VARIANTS:
             if name == "official_fp32":
-                maps = [[m.float() for m in branch] for branch in leaves(preds)]
-                maps = [[m.detach().requires_grad_() for m in branch] for branch in maps]
-                parts, grad = loss_and_grad(run_official_fp32, maps, args.loss_scale)
+                parts, grad = loss_and_grad(run_official_fp32, leaves(preds, torch.float32), args.loss_scale)
             else:
                 loss = y9[name == "y9_fp16"]
                 fn = lambda m, loss=loss, labels=labels: _y9_total(loss, m, labels)  # noqa: E731

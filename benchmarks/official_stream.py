@@ -90,7 +90,6 @@ class OfficialBatches:
         return len(self.loader)
 
     def __iter__(self):
-
         first_epoch = self.epochs_started == 0
         self.epochs_started += 1
         for i, (imgs, targets, paths, _) in enumerate(self.loader):

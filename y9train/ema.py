@@ -21,12 +21,6 @@ import torch
 from torch import nn
 
 
-def ema_in_fp16(requested: bool, device: torch.device, amp_dtype: torch.dtype | None) -> bool:
-    """Whether a run's EMA turns fp16 at its first validation (``Hyp.ema_fp16``): only where train_dual.py's does,
-    a CUDA device training under fp16 autocast; on a CPU, with bf16 or without AMP it stays float32."""
-    return bool(requested) and device.type == "cuda" and amp_dtype == torch.float16
-
-
 class ModelEMA:
     """EMA of ``model`` (an unwrapped module: pass the plain model, not a compiled or DDP wrapper).
 

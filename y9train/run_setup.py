@@ -63,6 +63,13 @@ def resolve_amp(mode: str, device: torch.device) -> tuple[torch.dtype | None, bo
     raise ValueError(f"amp={mode!r}; expected auto, bf16, fp16 or off.")
 
 
+def fp16_as_official(requested: bool, device: torch.device, amp_dtype: torch.dtype | None) -> bool:
+    """Whether a switch that copies train_dual.py's fp16 behaviour takes effect (``Hyp.ema_fp16``: the EMA fp16 from
+    its first validation; ``Hyp.loss_fp16``: the loss's fp16 rounding): only where train_dual.py's does, a CUDA device
+    training under fp16 autocast; on a CPU, with bf16 or without AMP the run stays float32 there."""
+    return bool(requested) and device.type == "cuda" and amp_dtype == torch.float16
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)

@@ -33,7 +33,7 @@ import torch
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
-from y9train.ema import ModelEMA, ema_in_fp16
+from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
@@ -106,6 +106,7 @@ class Trainer:
         from y9train.loss import DetectionLoss
         from y9train.run_setup import (
             cpu_count,
+            fp16_as_official,
             load_model_for_training,
             make_run_dir,
             resolve_amp,
@@ -139,7 +140,7 @@ class Trainer:
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        loss_fp16 = hyp.loss_fp16 and self.amp_dtype == torch.float16  # fp16 autocast (CUDA only: resolve_amp)
+        loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
         if hyp.loss_fp16:  # the run's log says which loss path it took
             self.reporter.info("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
                                "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")
@@ -170,7 +171,7 @@ class Trainer:
             self.config.hyp = hyp
             for note in notes:
                 self.reporter.info(note)
-        ema_fp16 = ema_in_fp16(hyp.ema_fp16, self.device, self.amp_dtype)
+        ema_fp16 = fp16_as_official(hyp.ema_fp16, self.device, self.amp_dtype)
         if hyp.ema_fp16:  # the run's log says which EMA path it took
             self.reporter.info("ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16 else
                                "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32")

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9train.ema import ModelEMA, ema_in_fp16
+from y9train.ema import ModelEMA
 from y9train.models import build_model
+from y9train.run_setup import fp16_as_official
 
 
 def _perturb(model, seed):
@@ -114,4 +115,4 @@ def test_fp16_from_validation_keeps_the_official_fp16_arithmetic():
     ],
 )
 def test_the_ema_turns_fp16_only_where_the_officials_does(requested, device, amp_dtype, expected):
-    assert ema_in_fp16(requested, torch.device(device), amp_dtype) is expected
+    assert fp16_as_official(requested, torch.device(device), amp_dtype) is expected
