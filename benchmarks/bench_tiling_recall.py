@@ -56,12 +56,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench-out")) / "tiling")
     args = ap.parse_args()
 
+    from y9core.data.labels import load_labels
+    from y9core.data.yaml_config import load_data_yaml
     from y9deploy import Detector
     from y9deploy.pipelines.recall import matched_ground_truth
     from y9deploy.pipelines.tiling import predict_tiled
     from y9deploy.runtime.detector import read_image
-    from y9train.data.labels import load_labels
-    from y9train.data.yaml_config import load_data_yaml
 
     cfg = load_data_yaml(args.data, require=(args.split,))
     files = cfg.image_files(args.split)[: args.limit]

@@ -201,7 +201,7 @@ def bench_loader_alone(args, data: Path) -> list[dict]:
 
 
 def full_run(args, data: Path, out: Path) -> dict:
-    from y9train.validate import require_metrics_backend
+    from y9core.val_result import require_metrics_backend
 
     require_metrics_backend()
     cfg = TrainConfig(
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     if args.full_epochs > 0:  # fail before the throughput runs, not after them
-        from y9train.validate import require_metrics_backend
+        from y9core.val_result import require_metrics_backend
 
         require_metrics_backend()
     if args.ckpt_memory_only:

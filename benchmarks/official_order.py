@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from y9train.data.paths import label_path_for
+from y9core.data.paths import label_path_for
 
 
 def split_list(data_yaml: Path, key: str = "train") -> Path:

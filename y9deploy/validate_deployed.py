@@ -1,6 +1,6 @@
 """``y9 val`` on the very file that is deployed: an ONNX model or a TensorRT engine, run through ``Detector``
-(its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9train.metrics.evaluate``,
-the ``ValResult`` of ``y9train.validate``).
+(its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9core.metrics.evaluate``,
+the ``ValResult`` of ``y9core.val_result``): numpy and the runtime only, no torch and nothing of the trainer.
 
 ``val_model`` is the one function that decides: ``.pt`` checkpoints go to ``y9train.validate.val_checkpoint``
 (the training-time validation loop), every other model file to ``val_deployed``. It lives in y9deploy, above both
@@ -34,13 +34,13 @@ def val_deployed(
 
     Thresholds as the checkpoint validation (conf 0.001, iou 0.7, max_det 300, one label per box). ``imgsz``:
     None lets the file decide (ONNX models and engines fix their input size; a different value is refused by
-    ``Detector``). Returns ``y9train.validate.ValResult``.
+    ``Detector``). Returns ``y9core.val_result.ValResult``.
     """
+    from y9core.data.labels import load_labels, normalised_to_pixels
+    from y9core.data.yaml_config import load_data_yaml
+    from y9core.metrics import evaluate
+    from y9core.val_result import METRIC_KEYS, ValResult, require_metrics_backend
     from y9deploy import Detector
-    from y9train.data import load_data_yaml, load_labels
-    from y9train.data.dataset import normalised_to_pixels
-    from y9train.metrics import evaluate
-    from y9train.validate import METRIC_KEYS, ValResult, require_metrics_backend
 
     if int(batch) < 1:
         raise ValueError(f"batch is {batch}; expected a positive number of images per call.")

@@ -102,6 +102,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ setup
     def setup(self) -> None:
         """Everything before the first batch (``fit`` calls it)."""
+        from y9core.val_result import require_metrics_backend
         from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
         from y9train.loss import DetectionLoss
         from y9train.run_setup import (
@@ -113,7 +114,6 @@ class Trainer:
             resolve_device,
             seed_everything,
         )
-        from y9train.validate import require_metrics_backend
 
         cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
         self.device = hooks.select_device(resolve_device(cfg.device))

@@ -1,5 +1,5 @@
 """Validation: model in eval mode over a letterboxed loader, post-processing on the device, boxes scaled back to
-source pixels, COCO metrics from ``y9train.metrics.evaluate``.
+source pixels, COCO metrics from ``y9core.metrics.evaluate``.
 
 The metrics need ``faster-coco-eval`` (imported lazily; ``require_metrics_backend`` checks for it up front so a
 training run does not fail after its first epoch).
@@ -9,62 +9,13 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from y9core.errors import BackendUnavailableError
-
-METRIC_KEYS = (
-    "precision",
-    "recall",
-    "map50",
-    "map50_95",
-    "map75",
-    "map_small",
-    "map_medium",
-    "map_large",
-    "fitness",
-)
-
-
-@dataclass
-class ValResult:
-    """Validation of one model on one split.
-
-    Attributes:
-        metrics: ``precision``, ``recall``, ``map50``, ``map50_95``, ``map75``, ``map_small``, ``map_medium``,
-            ``map_large``, ``fitness`` (fractions; nan when undefined, e.g. no ground truth of that size).
-        per_class: one dict per class (``class``, ``name``, ``n_gt``, ``map50``, ``map50_95``, ...).
-        images / targets / detections: counts; seconds: wall time; ms_per_image: inference + post-processing.
-    """
-
-    metrics: dict[str, float]
-    per_class: list[dict[str, Any]] = field(default_factory=list)
-    images: int = 0
-    targets: int = 0
-    detections: int = 0
-    seconds: float = 0.0
-    ms_per_image: float = 0.0
-
-    @property
-    def fitness(self) -> float:
-        return self.metrics["fitness"]
-
-
-def require_metrics_backend() -> None:
-    """Raise one sentence when the COCO evaluation package is missing."""
-    try:
-        import faster_coco_eval  # noqa: F401
-    except ImportError:
-        raise BackendUnavailableError(
-            "validation needs the faster-coco-eval package, which is not installed; install it "
-            "(pip install faster-coco-eval, or the y9[train] extra) or train with val=False."
-        ) from None
+from y9core.val_result import METRIC_KEYS, ValResult, require_metrics_backend
 
 
 def _to_source(rows: torch.Tensor, ratio_pad, orig_hw, cols: slice) -> torch.Tensor:
@@ -112,8 +63,8 @@ def run_validation(
     ``ratio_pad`` before ``evaluate`` (COCO's maxDets 100 per image and class); the ground truth comes from the
     dataset's labels in source pixels (``YoloDataset.source_boxes``).
     """
+    from y9core.metrics import evaluate
     from y9deploy.post.torch_batched import batched_postprocess_torch
-    from y9train.metrics import evaluate
 
     require_metrics_backend()
     was_training = model.training

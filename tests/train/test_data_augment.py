@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
+from y9core.data.labels import normalised_to_pixels
 from y9train.data import load_data_yaml, load_labels
 from y9train.data.augment import (
     AugmentConfig,
@@ -25,7 +26,6 @@ from y9train.data.augment import (
     transform_boxes,
     warp_image,
 )
-from y9train.data.dataset import normalised_to_pixels
 from y9train.data.image_cache import read_resized
 
 KEEP_ALL = {"min_wh": 0.0, "min_area_ratio": 0.0, "max_aspect": 1e9}

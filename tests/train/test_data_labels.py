@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-import y9train.data.labels as labels_mod
+import y9core.data.labels as labels_mod
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, coco_pair_dataset
 from y9core.errors import DataError
 from y9train.data import YoloDataset, load_data_yaml, load_labels, parse_label_file

@@ -188,9 +188,9 @@ def build_engine_verified(
 ) -> tuple[Any, VerifyResult]:
     """``build_engine_report`` + ``verify_engine``; the engine and manifest reach ``engine_path`` only when the
     check passes. Returns ``(BuildResult, VerifyResult)``; raises ``EngineVerificationError`` otherwise."""
+    from y9core.data.yaml_config import load_data_yaml
     from y9deploy.engine.builder import build_engine_report
     from y9deploy.engine.manifest import manifest_path
-    from y9train.data import load_data_yaml
 
     _check_threshold(threshold_points)
     load_data_yaml(data, require=(split,))  # bad data or a missing reference: refused before the build

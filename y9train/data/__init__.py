@@ -13,17 +13,18 @@ Typical use by the trainer::
             ...
 """
 
+from y9core.data.labels import LabelSet, load_labels, parse_label_file
+from y9core.data.paths import label_path_for, list_images
+from y9core.data.yaml_config import DataConfig, load_data_yaml
+
 from .augment import AugmentConfig
 from .bench import LoaderBenchResult, bench_loader
 from .check import DatasetStats, SplitStats, check_dataset
 from .convert_visdrone import ConvertResult, convert_visdrone
 from .dataset import YoloDataset
 from .image_cache import ImageCache
-from .labels import LabelSet, load_labels, parse_label_file
 from .loader import build_dataloader, collate
-from .paths import label_path_for, list_images
 from .sampler import SampleKey, YoloBatchSampler
-from .yaml_config import DataConfig, load_data_yaml
 
 __all__ = [
     "AugmentConfig",

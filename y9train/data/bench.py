@@ -7,10 +7,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from y9core.data.yaml_config import load_data_yaml
+
 from .augment import AugmentConfig
 from .dataset import YoloDataset
 from .loader import build_dataloader
-from .yaml_config import load_data_yaml
 
 
 @dataclass

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .labels import load_labels
-from .paths import label_path_for
-from .yaml_config import load_data_yaml
+from y9core.data.labels import load_labels
+from y9core.data.paths import label_path_for
+from y9core.data.yaml_config import load_data_yaml
 
 # COCO area ranges, in pixels of the original image: small < 32^2 <= medium < 96^2 <= large
 SMALL_MAX, MEDIUM_MAX = 32**2, 96**2

@@ -17,9 +17,8 @@ from pathlib import Path
 import cv2
 import yaml
 
+from y9core.data.paths import IMAGE_SUFFIXES
 from y9core.errors import DataError
-
-from .paths import IMAGE_SUFFIXES
 
 VISDRONE_NAMES = [
     "pedestrian",

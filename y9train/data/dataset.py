@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from y9core.data.labels import load_labels, normalised_to_pixels
+from y9core.data.yaml_config import DataConfig, load_data_yaml
 from y9core.letterbox import letterbox
 
 from .augment import (
@@ -35,24 +37,9 @@ from .augment import (
     random_affine_matrix,
 )
 from .image_cache import ImageCache
-from .labels import load_labels
 from .sampler import SampleKey
-from .yaml_config import DataConfig, load_data_yaml
 
 IDENTITY_RATIO_PAD = ((1.0, 1.0), (0.0, 0.0))
-
-
-def normalised_to_pixels(
-    labels: np.ndarray, w: float, h: float, left: float = 0.0, top: float = 0.0
-) -> np.ndarray:
-    """``(class, cx, cy, bw, bh)`` normalised -> ``(class, x1, y1, x2, y2)`` in pixels of a (w, h) image, shifted."""
-    out = np.empty_like(labels, dtype=np.float32)
-    out[:, 0] = labels[:, 0]
-    out[:, 1] = (labels[:, 1] - labels[:, 3] / 2) * w + left
-    out[:, 2] = (labels[:, 2] - labels[:, 4] / 2) * h + top
-    out[:, 3] = (labels[:, 1] + labels[:, 3] / 2) * w + left
-    out[:, 4] = (labels[:, 2] + labels[:, 4] / 2) * h + top
-    return out
 
 
 class YoloDataset:

@@ -28,10 +28,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from y9core.data.paths import cache_location
 from y9core.errors import DataError
 from y9core.letterbox import letterbox_params
-
-from .paths import cache_location
 
 log = logging.getLogger("y9train.data")
 

@@ -361,3 +361,16 @@ def load_labels(
         cache_path=cache_path,
         from_cache=from_cache,
     )
+
+
+def normalised_to_pixels(
+    labels: np.ndarray, w: float, h: float, left: float = 0.0, top: float = 0.0
+) -> np.ndarray:
+    """``(class, cx, cy, bw, bh)`` normalised -> ``(class, x1, y1, x2, y2)`` in pixels of a (w, h) image, shifted."""
+    out = np.empty_like(labels, dtype=np.float32)
+    out[:, 0] = labels[:, 0]
+    out[:, 1] = (labels[:, 1] - labels[:, 3] / 2) * w + left
+    out[:, 2] = (labels[:, 2] - labels[:, 4] / 2) * h + top
+    out[:, 3] = (labels[:, 1] + labels[:, 3] / 2) * w + left
+    out[:, 4] = (labels[:, 2] + labels[:, 4] / 2) * h + top
+    return out

@@ -1,0 +1,56 @@
+"""The result of validating one model on one split, shared by the trainer's validation and the validation of
+deployed files (ONNX models, engines): numpy only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from y9core.errors import BackendUnavailableError
+
+METRIC_KEYS = (
+    "precision",
+    "recall",
+    "map50",
+    "map50_95",
+    "map75",
+    "map_small",
+    "map_medium",
+    "map_large",
+    "fitness",
+)
+
+
+@dataclass
+class ValResult:
+    """Validation of one model on one split.
+
+    Attributes:
+        metrics: ``precision``, ``recall``, ``map50``, ``map50_95``, ``map75``, ``map_small``, ``map_medium``,
+            ``map_large``, ``fitness`` (fractions; nan when undefined, e.g. no ground truth of that size).
+        per_class: one dict per class (``class``, ``name``, ``n_gt``, ``map50``, ``map50_95``, ...).
+        images / targets / detections: counts; seconds: wall time; ms_per_image: inference + post-processing.
+    """
+
+    metrics: dict[str, float]
+    per_class: list[dict[str, Any]] = field(default_factory=list)
+    images: int = 0
+    targets: int = 0
+    detections: int = 0
+    seconds: float = 0.0
+    ms_per_image: float = 0.0
+
+    @property
+    def fitness(self) -> float:
+        return self.metrics["fitness"]
+
+
+def require_metrics_backend() -> None:
+    """Raise one sentence when the COCO evaluation package is missing."""
+    try:
+        import faster_coco_eval  # noqa: F401
+    except ImportError:
+        raise BackendUnavailableError(
+            "validation needs the faster-coco-eval package, which is not installed; install it "
+            "(pip install faster-coco-eval, or the y9[train] extra) or train with val=False."
+        ) from None
