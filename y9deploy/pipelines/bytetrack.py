@@ -127,7 +127,7 @@ class ByteTracker:
         mean[np.ix_(self.lost, size_velocity)] = 0.0
         self.mean, self.cov = self.kalman.predict(mean, self.cov, dt)
         if self.camera is not None and frame is not None:
-            affine = self.camera.step(frame)
+            affine = self.camera.step(frame, xyxy[valid])
             if affine is not None:
                 self.mean, self.cov = self.kalman.warp(self.mean, self.cov, affine)
         boxes = self.kalman.to_xyxy(self.mean)
