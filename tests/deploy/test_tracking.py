@@ -11,8 +11,8 @@ import pytest
 
 from y9deploy.detections import Detections
 from y9deploy.pipelines.box_kalman import BoxKalman
-from y9deploy.pipelines.counting import CountLine, Counting, Zone
-from y9deploy.pipelines.tracking import TrackerOptions, TrackedDetections, make_tracker
+from y9deploy.pipelines.counting import Counting, CountLine, Zone
+from y9deploy.pipelines.tracking import TrackedDetections, TrackerOptions, make_tracker
 
 sv = pytest.importorskip("supervision")
 if not hasattr(sv, "ByteTrack"):
@@ -233,8 +233,8 @@ def test_tracked_detections_carry_ids_into_json():
 
 
 def test_camera_motion_recovers_a_known_shift():
-    from y9deploy.pipelines.camera_motion import CameraMotion
     from tests.conftest import TEST_DATA
+    from y9deploy.pipelines.camera_motion import CameraMotion
 
     img = cv2.imread(str(TEST_DATA / "000000000036.jpg"))[:240, :320]
     shifted = np.roll(img, (6, -10), axis=(0, 1))  # 6 px down, 10 px left

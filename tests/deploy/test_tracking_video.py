@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.deploy.track_scene import LINE, SLOW_OBJECTS, FrameServer, crossing_frame, make_scene
 from y9core.box_iou import box_iou_matrix
-from y9deploy.pipelines.counting import CountLine, Counting
+from y9deploy.pipelines.counting import Counting, CountLine
 from y9deploy.pipelines.results_writer import read_jsonl
 from y9deploy.pipelines.tracking import make_tracker
 
@@ -140,3 +140,20 @@ def test_predict_cli_tracks_counts_and_writes_ids(onnx, tmp_path):
     assert (out / "clip.mp4").is_file()
     bad = CliRunner().invoke(app, ["predict", str(video), "-m", str(onnx), "--count-line", "1,2,3"])
     assert bad.exit_code != 0 and "count line '1,2,3' has 3 numbers" in str(bad.exception)
+
+
+def test_detector_track_and_predict_stream_track_give_the_trackers_ids(onnx, scene_and_detections):
+    """``Detector.track(frames)`` and ``predict_stream(batches, track=...)`` are the detector followed by
+    ``make_tracker``: the same ids as the tracker fed the detections of the same frames."""
+    from y9deploy import Detector
+
+    scene, dets = scene_and_detections
+    tracker = make_tracker("bytetrack", fps=FPS)
+    want = [tracker.update(d, t=k / FPS) for k, d in enumerate(dets[:4])]
+    with Detector(onnx, conf=0.1) as det:
+        tracked = list(det.track(scene.frames[:4], fps=FPS))
+        streamed = [t for batch in det.predict_stream([scene.frames[:2], scene.frames[2:4]], track="bytetrack",
+                                                      fps=FPS) for t in batch]  # fmt: skip
+    for w, a, b in zip(want, tracked, streamed, strict=True):
+        assert a.track_id.tolist() == b.track_id.tolist() == w.tolist()
+    assert {1, 2, 3} <= set(tracked[-1].track_id.tolist())

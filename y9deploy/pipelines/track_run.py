@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 
 from y9deploy.detections import Detections
-from y9deploy.pipelines.counting import CountLine, Counting, CountSummary, Zone, anchors
+from y9deploy.pipelines.counting import Counting, CountLine, CountSummary, Zone, anchors
 from y9deploy.pipelines.tracking import TrackedDetections, TrackerKind, TrackerOptions, make_tracker
 
 
@@ -47,6 +47,20 @@ class TrackOptions:
         object.__setattr__(self, "tracker", TrackerKind(self.tracker))
         object.__setattr__(self, "lines", tuple(self.lines))
         object.__setattr__(self, "zones", tuple(self.zones))
+
+
+def track_stream(results: Any, tracker: str, fps: float) -> Any:
+    """``Detector.predict_stream(..., track=)``: the ``list[Detections]`` of consecutive batches of one video
+    -> one ``list[TrackedDetections]`` per batch, frame k at time ``k / fps``. (Camera-motion compensation needs
+    the frames, which the stream does not keep: use ``Detector.track`` for ``botsort`` with it.)"""
+    run = SourceTracking(TrackOptions(tracker), fps=fps)
+    k = 0
+    for batch in results:
+        out = []
+        for dets in batch:
+            out.append(run.step(dets, k / fps))
+            k += 1
+        yield out
 
 
 def frame_time(frame: Any, fps: float, live: bool) -> float:

@@ -30,7 +30,7 @@ low-score detection no track took, or the first frame of a new object after the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
@@ -130,7 +130,6 @@ class TrackedDetections:
     track_id: np.ndarray
     time: float | None = None
     counts: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.track_id, np.int64).reshape(-1)
