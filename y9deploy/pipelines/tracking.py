@@ -11,8 +11,11 @@ track=...)``, ``y9 predict --track``, ``y9 inspect`` on a video) goes through it
 in its order) and ``reset()``.
 
 The two trackers (``y9deploy.pipelines.bytetrack``) are this project's own vectorised implementations of the
-published algorithms (maintained Python ones, supervision's ``ByteTrack`` and the ``trackers`` package, were
-measured at 2.7-5 ms per frame at 100 detections on a CPU core, over the 1 ms budget; see docs/benchmarks.md):
+published algorithms: the maintained Python ones (supervision's ``ByteTrack``, removed from supervision in 0.31,
+and the ``trackers`` package that replaces it, which also needs the non-headless opencv-python) run one Kalman
+filter per track in Python and take several milliseconds a frame at 100 detections, over the 1 ms budget
+(docs/benchmarks.md, ``benchmarks/bench_tracking.py``); the tests check this one against supervision's on the
+same detections:
 - ``bytetrack``: ByteTrack (Zhang et al., 2022): Kalman-predicted boxes matched to high-score detections by IoU
   fused with the score, then to low-score ones, then unconfirmed tracks; lost tracks kept ``lost_seconds``;
 - ``botsort``: the same association with BoT-SORT's box state (width and height with their own velocities)
