@@ -344,7 +344,7 @@ class _Session:
             out = _unique(self.out_dir, name, self.used, self.inputs)
         tracking = None
         if self.track is not None:
-            from y9deploy.pipelines.track_run import SourceTracking
+            from y9deploy.pipelines.track_run import SourceTracking, frame_time
 
             tracking = SourceTracking(self.track, fps=reader.fps)
         try:
@@ -361,8 +361,6 @@ class _Session:
                     latency = (time.time() - f.captured) * 1e3
                     extra, image = {}, None
                     if tracking is not None:
-                        from y9deploy.pipelines.track_run import frame_time
-
                         tracked = tracking.step(dets, frame_time(f, reader.fps, live), f.image)
                         extra = {"track_id": tracked.track_id, "counts": tracked.counts}
                         image = tracking.draw(f.image, tracked) if out is not None else None
