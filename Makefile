@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.y9-installed
 # torch first, pinned to the CPU build that lies on the CI machines' disk; then the project with its extras.
 TORCH  ?= torch==2.13.0
-EXTRAS ?= export,train,trt-rtx,serve,dev
+EXTRAS ?= export,train,trt-rtx,serve,track,dev
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup demo test lint clean

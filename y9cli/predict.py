@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
+
 
 class Merge(str, Enum):
     nms = "nms"
@@ -141,6 +143,9 @@ def register(app: typer.Typer) -> None:
         no_images: Annotated[
             bool, typer.Option("--no-images", help="Write JSON/CSV only, no annotated copies.")
         ] = False,
+        track: TrackOption = None,  # tracking and counting: y9cli/track_options.py
+        count_line: CountLineOption = None,
+        zone: ZoneOption = None,
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.
 
@@ -206,6 +211,7 @@ def register(app: typer.Typer) -> None:
                 max_frames=max_frames,
                 final_json=final_json,
                 jsonl_stream=sys.stdout if stdout else None,
+                track=track_options(track, count_line, zone),
                 stop=stop,
                 on_start=lambda total: bar.update(task, total=total),
                 on_frame=lambda name, n: bar.update(
@@ -223,6 +229,8 @@ def register(app: typer.Typer) -> None:
         )
         for path, reason in summary.skipped:
             echo(f"skipped {path}: {reason}")
+        for line in count_lines(summary):
+            echo(line)
         if summary.interrupted:
             echo("interrupted: the results of the frames done so far are saved")
         if summary.save_dir is not None:

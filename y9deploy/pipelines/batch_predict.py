@@ -12,6 +12,9 @@ returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
   everything done so far is on disk and ``summary.interrupted`` is True.
 - Videos, streams and cameras go through ``video.FrameReader`` (reader thread, ``latest``/``queue`` policy,
   reconnects); ``batch`` frames at a time go through the Detector; ``tile`` runs sliced inference per frame.
+- ``track`` (``track_run.TrackOptions``): videos and streams are tracked (a ``track_id`` on every detection) and
+  counted (lines, zones: ``counts`` in each JSON line, the totals in ``summary.counts`` and predictions.json);
+  the annotated video shows ids, trails, lines and zones.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class PredictSummary:
     interrupted: bool = False
     dropped: int = 0  # frames dropped by the ``latest`` policy
     reconnects: int = 0
+    counts: dict[str, Any] = field(default_factory=dict)  # source -> counting.CountSummary (with ``track``)
 
     @property
     def exit_code(self) -> int:
@@ -147,6 +151,7 @@ def predict_source(
     max_frames: int | None = None,
     final_json: bool = True,
     jsonl_stream: IO[str] | None = None,
+    track: Any = None,
     stop: threading.Event | None = None,
     on_start: Callable[[int | None], None] | None = None,
     on_frame: Callable[[str, int], None] | None = None,
@@ -168,6 +173,7 @@ def predict_source(
         max_frames: stop each video or stream after this many frames.
         final_json: build ``predictions.json`` from the JSON lines at the end.
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
+        track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
         stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
         on_frame: called after each frame with (source name, detections in it). on_warning: skip/reconnect messages.
@@ -186,6 +192,9 @@ def predict_source(
     warn = on_warning or (lambda msg: None)
     stop = stop or threading.Event()
     images, videos = collect_sources(source)
+    if track is not None and not videos:
+        raise ValueError(f"tracking needs a video, stream or camera; {source} holds only images (a folder of frames "
+                         "is a video to FrameReader, not to y9 predict: make a video of it).")  # fmt: skip
     out_dir = Path(save_dir) if save_dir is not None else None
     if out_dir is not None:
         check_save_dir(out_dir, source)
@@ -225,14 +234,14 @@ def predict_source(
 
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-        writer = ResultsWriter(out_dir, stream=jsonl_stream)
+        writer = ResultsWriter(out_dir, stream=jsonl_stream, tracking=track is not None)
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
         inputs = {Path(p).resolve() for p in images}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_live(v)}
         session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           warn, on_frame)  # fmt: skip
+                           warn, on_frame, track)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
@@ -250,7 +259,8 @@ def predict_source(
             if writer.jsonl_path is not None and final_json:
                 summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
                                                      model=str(getattr(det, "path", model)), names=names,
-                                                     skipped=summary.skipped)  # fmt: skip
+                                                     skipped=summary.skipped,
+                                                     counts={k: v.to_dict() for k, v in summary.counts.items()})  # fmt: skip
     finally:
         if own:
             det.close()
@@ -270,6 +280,7 @@ class _Session:
     batch: int
     warn: Callable[[str], None]
     on_frame: Callable[[str, int], None] | None
+    track: Any = None  # track_run.TrackOptions
     used: set[str] = field(default_factory=set)
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
@@ -331,38 +342,58 @@ class _Session:
         if self.out_dir is not None:
             name = f"{Path(str(video)).stem if not live else 'stream'}.mp4"
             out = _unique(self.out_dir, name, self.used, self.inputs)
+        tracking = None
+        if self.track is not None:
+            from y9deploy.pipelines.track_run import SourceTracking, frame_time
+
+            tracking = SourceTracking(self.track, fps=reader.fps)
         try:
             while not self.stop.is_set():
-                first = reader.get(timeout=0.2)
-                if first is None:
-                    if reader.finished:  # get() has re-raised a reader error, if any
-                        break
+                frames = self._next_frames(reader)
+                if frames is None:
+                    break
+                if not frames:
                     continue
-                frames = [first]
-                while len(frames) < self.batch and reader.ready():
-                    nxt = reader.get(timeout=0)
-                    if nxt is None:
-                        break
-                    frames.append(nxt)
                 t = time.perf_counter()
                 results = self.run([f.image for f in frames])
                 infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
                 for f, dets in zip(frames, results):
                     latency = (time.time() - f.captured) * 1e3
+                    extra, image = {}, None
+                    if tracking is not None:
+                        tracked = tracking.step(dets, frame_time(f, reader.fps, live), f.image)
+                        extra = {"track_id": tracked.track_id, "counts": tracked.counts}
+                        image = tracking.draw(f.image, tracked) if out is not None else None
                     self.record(str(video), f.index, dets, captured=f.captured if live else None,
-                                timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency})  # fmt: skip
+                                timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency},
+                                **extra)  # fmt: skip
                     if out is not None:
                         if writer is None:
                             h, w = f.image.shape[:2]
                             fps = reader.fps / (1 if live else reader.stride)
                             writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-                        writer.write(draw_detections(f.image, dets))
+                        writer.write(image if image is not None else draw_detections(f.image, dets))
         finally:
             reader.stop()
             self.summary.dropped += reader.stats.dropped
             self.summary.reconnects += reader.stats.reconnects
             self.summary.skipped += reader.stats.skipped
+            if tracking is not None and tracking.counting:
+                self.summary.counts[str(video)] = tracking.summary()
             if writer is not None:
                 writer.release()
                 self.summary.outputs.append(out)  # type: ignore[arg-type]
         self.summary.videos += 1
+
+    def _next_frames(self, reader: FrameReader) -> list[Any] | None:
+        """The frames ready now, up to ``batch`` (waits for the first); [] none yet; None at the end."""
+        first = reader.get(timeout=0.2)
+        if first is None:
+            return None if reader.finished else []  # get() has re-raised a reader error, if any
+        frames = [first]
+        while len(frames) < self.batch and reader.ready():
+            nxt = reader.get(timeout=0)
+            if nxt is None:
+                break
+            frames.append(nxt)
+        return frames

@@ -215,9 +215,31 @@ class Detector:
         with self._guard.enter("predict"):
             return self._predict_unguarded(source, overrides, NULL_TIMER if timer is None else timer)
 
+    def track(
+        self, frames: Iterable[Any], *, tracker: str = "bytetrack", fps: float = 30.0, lines: Any = (),
+        zones: Any = (), **overrides: Any,
+    ) -> Iterator[Any]:  # fmt: skip
+        """Detect and track objects over a sequence of frames (a video), one frame after the other.
+
+        Args:
+            frames: an iterable of frames (ndarray[H, W, 3] uint8 BGR), in time order, ``fps`` per second.
+            tracker: ``"bytetrack"`` or ``"botsort"`` (``pipelines.tracking.make_tracker``).
+            lines, zones: ``pipelines.counting.CountLine`` / ``Zone`` to count on the tracks.
+            **overrides: per-call ``conf``, ``iou``, ... as for ``predict``.
+        Returns:
+            an iterator of ``pipelines.tracking.TrackedDetections`` (``detections``, ``track_id``, ``time``,
+            ``counts``), one per frame.
+        """
+        from y9deploy.pipelines.track_run import SourceTracking, TrackOptions
+
+        run = SourceTracking(TrackOptions(tracker, tuple(lines), tuple(zones)), fps=fps)
+        for k, frame in enumerate(frames):
+            yield run.step(self.predict(frame, **overrides), k / fps, frame)
+
     def predict_stream(
-        self, batches: Iterable[Any], *, timer: Any = None, **overrides: Any
-    ) -> Iterator[list[Any]]:
+        self, batches: Iterable[Any], *, timer: Any = None, track: str | None = None, fps: float = 30.0,
+        **overrides: Any,
+    ) -> Iterator[list[Any]]:  # fmt: skip
         """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the host
         pre-processing (letterbox) and upload of the next batch run in a background thread, into the second of
         two staging buffers, while the device works on the current one, and the Detections of batch i are built
@@ -228,10 +250,12 @@ class Detector:
             batches: an iterable (a generator, e.g. of video frames) of batches, each a list of frames
                 (ndarray[H, W, 3] uint8 BGR) and/or image paths, or a batch ndarray[B, H, W, 3].
             timer: a stage timer, as for ``predict``.
+            track: ``"bytetrack"`` or ``"botsort"``: the batches are consecutive frames of one video (``fps`` per
+                second), tracked in order; each list then holds ``pipelines.tracking.TrackedDetections``.
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` (all batches).
         Returns:
             an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
-            ``predict`` on each batch. Memory is bounded (two staging buffers; batches are pulled from
+            ``predict`` on each batch (with ``track``: ``list[TrackedDetections]``). Memory is bounded (two staging buffers; batches are pulled from
             ``batches`` at most two ahead of the results). Until the stream ends or is closed, other threads
             calling this Detector get DetectorBusyError.
         """
@@ -243,7 +267,12 @@ class Detector:
                 "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
             )
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        return self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
+        stream = self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
+        if track is None:
+            return stream
+        from y9deploy.pipelines.track_run import track_stream
+
+        return track_stream(stream, track, fps)
 
     def _stream_guarded(
         self, batches: Iterator[Any], opts: PredictOptions, timer: Any

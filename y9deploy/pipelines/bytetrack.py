@@ -1,0 +1,197 @@
+"""``ByteTracker``: ByteTrack's association over a batched Kalman filter (numpy + scipy's assignment).
+
+Build one with ``tracking.make_tracker`` (the one rule that chooses); the algorithm, per frame:
+1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
+   first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
+2. confirmed tracks (tracked or lost) are matched to the high-score detections (``score >= high_conf``) by the
+   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched);
+3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
+   score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
+4. unconfirmed tracks (one frame old) are matched to the high-score detections left (cost at most 0.7) and
+   confirmed, or dropped;
+5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the
+   first frame only; lost tracks not seen for longer than ``lost_seconds`` end; of a tracked and a lost track
+   whose boxes overlap by IoU > 0.95 the younger one ends.
+The tracks are rows of arrays; nothing loops over them in Python.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from y9core.box_iou import box_iou_matrix
+from y9core.errors import BackendUnavailableError
+from y9deploy.detections import Detections
+from y9deploy.pipelines.box_kalman import BoxKalman
+
+if TYPE_CHECKING:  # tracking.make_tracker builds this class: no import back at run time
+    from y9deploy.pipelines.tracking import TrackerOptions
+
+SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
+
+
+def _linear_sum_assignment():
+    try:
+        from scipy.optimize import linear_sum_assignment
+    except ImportError:
+        raise BackendUnavailableError("tracking needs scipy (its optimal assignment), which is not installed; "
+                                      "pip install 'y9[track]'.") from None  # fmt: skip
+    return linear_sum_assignment
+
+
+def assign(cost: np.ndarray, limit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Optimal one-to-one matching of rows to columns of ``cost`` (ndarray[R, C]) keeping pairs of cost at most
+    ``limit`` -> (matches ndarray[K, 2] of (row, column), unmatched rows, unmatched columns). Costs above the
+    limit are clipped to just above it first, so that they cannot steer the assignment of the others."""
+    rows, cols = cost.shape
+    if not rows or not cols:
+        return np.zeros((0, 2), np.int64), np.arange(rows), np.arange(cols)
+    clipped = np.where(cost > limit, limit + 1e-4, cost)
+    r, c = _linear_sum_assignment()(clipped)
+    keep = cost[r, c] <= limit
+    matches = np.stack([r[keep], c[keep]], 1).astype(np.int64)
+    free_r = np.ones(rows, bool)
+    free_r[matches[:, 0]] = False
+    free_c = np.ones(cols, bool)
+    free_c[matches[:, 1]] = False
+    return matches, np.flatnonzero(free_r), np.flatnonzero(free_c)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.nan_to_num(box_iou_matrix(a, b), nan=0.0) if len(a) and len(b) else np.zeros((len(a), len(b)))
+
+
+class ByteTracker:
+    """ByteTrack (``form="xyah"``) or BoT-SORT's variant (``form="xywh"``, ``camera_motion=True``); the
+    ``tracking.Tracker`` protocol. ``fps``: the source's nominal frame rate (the unit of the Kalman time step)."""
+
+    def __init__(self, options: TrackerOptions, *, fps: float, form: str = "xyah", camera_motion: bool = False):
+        _linear_sum_assignment()  # a missing scipy fails here, before any frame
+        self.options, self.fps = options, float(fps)
+        self.kalman = BoxKalman(form)
+        self.camera = None
+        if camera_motion:
+            from y9deploy.pipelines.camera_motion import CameraMotion
+
+            self.camera = CameraMotion()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every track; ids start again at 1."""
+        self.mean, self.cov = np.zeros((0, 8)), np.zeros((0, 8, 8))
+        self.lost = np.zeros(0, bool)
+        self.ids = np.zeros(0, np.int64)  # -1 while unconfirmed
+        self.seen = np.zeros(0)  # clock (frames) of the last match
+        self.start = np.zeros(0)  # clock when the track began
+        self.clock, self.frames, self.last_t = 0.0, 0, None
+        self.next_id = 1
+        if self.camera is not None:
+            self.camera.reset()
+
+    @property
+    def active(self) -> int:
+        """Tracks alive now (tracked or lost, confirmed or not)."""
+        return len(self.ids)
+
+    def _step(self, t: float | None) -> float:
+        """The time step in frames of ``fps`` since the previous update."""
+        if t is None:
+            return 1.0
+        t = float(t)
+        if self.last_t is None:
+            self.last_t = t
+            return 1.0
+        if not t > self.last_t:
+            raise ValueError(f"frame time {t} s is not after the previous frame's {self.last_t} s; "
+                             "expected increasing times.")  # fmt: skip
+        dt, self.last_t = (t - self.last_t) * self.fps, t
+        return dt
+
+    def _keep(self, mask: np.ndarray) -> None:
+        self.mean, self.cov, self.lost = self.mean[mask], self.cov[mask], self.lost[mask]
+        self.ids, self.seen, self.start = self.ids[mask], self.seen[mask], self.start[mask]
+
+    def update(self, dets: Detections, t: float | None = None, frame: np.ndarray | None = None) -> np.ndarray:
+        """One frame -> ndarray[N] int64 track ids for ``dets`` in their order (-1: none); ``t`` the frame's time
+        in seconds (None: one frame after the previous); ``frame`` the image (camera-motion compensation)."""
+        o = self.options
+        dt = self._step(t)
+        self.clock += dt
+        first = self.frames == 0
+        self.frames += 1
+        xyxy, score = dets.xyxy.astype(np.float64), dets.confidence.astype(np.float64)
+        out = np.full(len(dets), -1, np.int64)
+        wh = xyxy[:, 2:] - xyxy[:, :2]
+        valid = np.isfinite(xyxy).all(1) & np.isfinite(score) & (wh > 0).all(1)
+
+        size_velocity = [7] if self.kalman.form == "xyah" else [6, 7]
+        mean = self.mean.copy()
+        mean[np.ix_(self.lost, size_velocity)] = 0.0
+        self.mean, self.cov = self.kalman.predict(mean, self.cov, dt)
+        if self.camera is not None and frame is not None:
+            affine = self.camera.step(frame, xyxy[valid])
+            if affine is not None:
+                self.mean, self.cov = self.kalman.warp(self.mean, self.cov, affine)
+        boxes = self.kalman.to_xyxy(self.mean)
+
+        high = np.flatnonzero(valid & (score >= o.high_conf))
+        low = np.flatnonzero(valid & (score > o.low_conf) & (score < o.high_conf))
+        pool, fresh = np.flatnonzero(self.ids >= 0), np.flatnonzero(self.ids < 0)
+        m1, free_pool, free_high = assign(1 - _iou(boxes[pool], xyxy[high]) * score[high], o.match_cost)
+        tracked_left = pool[free_pool][~self.lost[pool[free_pool]]]
+        m2, free_tracked, _ = assign(1 - _iou(boxes[tracked_left], xyxy[low]), SECOND_ROUND_COST)
+        rest = high[free_high]
+        m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * score[rest], UNCONFIRMED_COST)
+
+        rows = np.concatenate([pool[m1[:, 0]], tracked_left[m2[:, 0]], fresh[m3[:, 0]]])
+        cols = np.concatenate([high[m1[:, 1]], low[m2[:, 1]], rest[m3[:, 1]]])
+        self.mean[rows], self.cov[rows] = self.kalman.update(self.mean[rows], self.cov[rows],
+                                                             self.kalman.measure(xyxy[cols]))  # fmt: skip
+        self.lost[rows], self.seen[rows] = False, self.clock
+        confirmed = fresh[m3[:, 0]]
+        self.ids[confirmed] = np.arange(self.next_id, self.next_id + len(confirmed))
+        self.next_id += len(confirmed)
+        out[cols] = self.ids[rows]
+        self.lost[tracked_left[free_tracked]] = True
+
+        keep = np.ones(len(self.ids), bool)
+        keep[fresh[free_fresh]] = False  # unconfirmed tracks not matched again
+        keep &= ~(self.lost & (self.clock - self.seen > o.lost_seconds * self.fps))
+        self._keep(keep)
+        self._start_tracks(xyxy, score, rest[free_rest], first, out)
+        self._drop_duplicates()
+        return out
+
+    def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cand: np.ndarray, first: bool, out: np.ndarray):
+        new = cand[score[cand] >= self.options.new_track_conf]
+        if not len(new):
+            return
+        mean, cov = self.kalman.initiate(self.kalman.measure(xyxy[new]))
+        ids = np.arange(self.next_id, self.next_id + len(new)) if first else np.full(len(new), -1)
+        if first:
+            self.next_id += len(new)
+            out[new] = ids
+        self.mean, self.cov = np.concatenate([self.mean, mean]), np.concatenate([self.cov, cov])
+        self.lost = np.concatenate([self.lost, np.zeros(len(new), bool)])
+        self.ids = np.concatenate([self.ids, ids.astype(np.int64)])
+        self.seen = np.concatenate([self.seen, np.full(len(new), self.clock)])
+        self.start = np.concatenate([self.start, np.full(len(new), self.clock)])
+
+    def _drop_duplicates(self) -> None:
+        """Of a tracked and a lost track with nearly the same box (IoU > 0.95), the one followed for less long ends."""
+        tracked, lost = np.flatnonzero(~self.lost), np.flatnonzero(self.lost)
+        if not len(tracked) or not len(lost):
+            return
+        boxes = self.kalman.to_xyxy(self.mean)
+        a, b = np.nonzero(_iou(boxes[tracked], boxes[lost]) > DUPLICATE_IOU)
+        if not len(a):
+            return
+        age = self.seen - self.start
+        ta, tb = tracked[a], lost[b]
+        older_tracked = age[ta] > age[tb]
+        keep = np.ones(len(self.ids), bool)
+        keep[tb[older_tracked]] = False
+        keep[ta[~older_tracked]] = False
+        self._keep(keep)
