@@ -3,8 +3,8 @@
 y9core (errors, atomic writes, letterbox geometry) is at the bottom; y9train and y9deploy build on it; y9cli, the
 command line, sits on top and nothing imports it. The runtime and the pre/post-processing packages (what a
 deployment box without torch runs) import neither torch nor y9train at module level; y9train imports nothing of the
-Detector runtime (``y9deploy.runtime``). Validation shares the batched torch post-processing of ``y9deploy.post``,
-which sits below the runtime and imports none of it.
+Detector runtime (``y9deploy.runtime``). Validation shares the post-processing of ``y9core.post`` with the
+Detector; it sits below both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 #: the runtime: y9deploy.runtime, the host pre/post-processing modules and any pre/post-processing package
 #: (y9deploy.pre*, y9deploy.post*)
-RUNTIME = ("y9deploy.runtime", "y9deploy.detections", "y9deploy.preprocess", "y9deploy.postprocess", "y9deploy.nms")
+RUNTIME = ("y9deploy.runtime", "y9deploy.detections", "y9deploy.preprocess", "y9deploy.postprocess", "y9core.post")
 #: the Detector runtime, which y9train must not import (nor may y9deploy.pre / y9deploy.post)
 DETECTOR_RUNTIME = ("y9deploy.runtime",)
 #: packages a runtime module must not import at module level
@@ -62,7 +62,7 @@ def test_nothing_imports_the_command_line(graph):
 
 def test_runtime_imports_neither_torch_nor_y9train_at_module_level(graph):
     runtime = [m for m in graph.modules if is_runtime(m)]
-    assert "y9deploy.runtime.detector" in runtime and "y9deploy.nms" in runtime
+    assert "y9deploy.runtime.detector" in runtime and "y9core.post.rows" in runtime
     bad = [e for e in graph.edges if is_runtime(e.source) and not e.lazy and in_package(e.target, NOT_IN_RUNTIME)]
     assert not bad, "module-level imports of torch / y9train in the runtime:\n  " + _listed(bad)
 
