@@ -64,8 +64,11 @@ class TrainerSetup:
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
         if hyp.loss_fp16:  # the run's log says which loss path it took
-            self.reporter.info("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
-                               "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")
+            self.reporter.info(
+                "loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss"
+                if loss_fp16
+                else "loss_fp16: off here (it needs fp16 autocast); the loss stays float32"
+            )
         self.loss_fn = DetectionLoss.from_model(
             self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
             dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
@@ -108,8 +111,11 @@ class TrainerSetup:
                 self.reporter.info(note)
         ema_fp16 = fp16_as_official(hyp.ema_fp16, self.device, self.amp_dtype)
         if hyp.ema_fp16:  # the run's log says which EMA path it took
-            self.reporter.info("ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16 else
-                               "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32")
+            self.reporter.info(
+                "ema_fp16: the EMA turns fp16 at its first validation"
+                if ema_fp16
+                else "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32"
+            )
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
