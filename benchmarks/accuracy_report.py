@@ -109,34 +109,3 @@ def compare_runs(a: list[str], b: list[str], figure: str, within: float) -> str:
     if c.runs_needed is None:
         return f"{line} (within {within:g} cannot be shown if the observed difference of {abs(c.diff):.4f} holds)"
     return f"{line} (within {within:g} would take about {c.runs_needed} runs per trainer at these spreads)"
-
-
-def sync_runs(a: list[str], b: list[str], first: int, last: int) -> str:
-    """Whether runs share their epoch-to-epoch swings over epochs ``first..last`` (1-based, inclusive): the mean
-    correlation of the detrended per-epoch mAP50-95 within A, within B and across (accuracy_stats.pair_correlation).
-    """
-    from accuracy_stats import pair_correlation
-
-    def curves(paths: list[str]) -> list[list[float]]:
-        out = []
-        for p in paths:
-            r = json.loads(Path(p).read_text())
-            m = per_epoch_map(r)
-            missing = [e for e in range(first, last + 1) if m.get(e) is None]
-            if missing:
-                raise SystemExit(
-                    f"{p}: has no mAP50-95 by y9's evaluator for epochs {missing}; expected "
-                    f"{first}-{last} (an official run needs --score-epochs {r.get('epochs', last) - first + 1} or more)"
-                )
-            out.append([m[e] for e in range(first, last + 1)])
-        return out
-
-    ca, cb = curves(a), curves(b)
-    parts = []
-    for name, group in (("A", ca), ("B", cb)):
-        if len(group) > 1:
-            r, n = pair_correlation(group)
-            parts.append(f"within {name} {r:+.3f} ({n} pairs)")
-    r, n = pair_correlation(ca, cb)
-    parts.append(f"across {r:+.3f} ({n} pairs)")
-    return f"epochs {first}-{last}, detrended mAP50-95, mean correlation: " + "  ".join(parts)

@@ -11,12 +11,7 @@ mAP50-95 of each seed) compared the way docs/benchmarks.md reports them:
 - for ``undecided``, how many runs per trainer ``within W`` would take if the observed difference and spreads held
   (``runs_for_within``): the cost of deciding, in runs.
 
-Whether runs share their epoch-to-epoch swings (``pair_correlation``): each run's per-epoch figures less their
-least-squares straight line (the schedule's common rise), then the mean Pearson correlation over pairs of runs,
-within a group or across two. Runs with independent data streams give about 0; runs that see the same batches in
-the same epochs share part of their swings (docs/benchmarks.md, session 18).
-
-Pure functions on lists of floats; ``bench_accuracy.py compare`` / ``sync`` read the runs' result.json files.
+Pure functions on lists of floats; ``bench_accuracy.py compare`` reads the runs' result.json files.
 """
 
 from __future__ import annotations
@@ -99,21 +94,3 @@ def compare(a: list[float], b: list[float], within: float) -> Comparison:
         verdict = "undecided"
     needed = runs_for_within(sd_a, sd_b, diff, within) if verdict == "undecided" else None
     return Comparison(mean_a, mean_b, sd_a, sd_b, len(a), len(b), diff, se, p, verdict, needed)
-
-
-def detrended(series: list[float]) -> list[float]:
-    """``series`` less its least-squares straight line over 0, 1, ... (at least three values)."""
-    x = list(range(len(series)))
-    slope, intercept = statistics.linear_regression(x, series)
-    return [v - (intercept + slope * i) for i, v in zip(x, series)]
-
-
-def pair_correlation(a: list[list[float]], b: list[list[float]] | None = None) -> tuple[float, int]:
-    """Mean Pearson correlation of the detrended series over every pair of runs within ``a`` (``b`` None) or across
-    ``a`` x ``b``, and the number of pairs. Every series covers the same epochs."""
-    da = [detrended(r) for r in a]
-    pairs = itertools.combinations(da, 2) if b is None else itertools.product(da, [detrended(r) for r in b])
-    rs = [statistics.correlation(x, y) for x, y in pairs]
-    if not rs:
-        raise ValueError("pair_correlation needs two runs in a group, or one in each of two groups")
-    return statistics.fmean(rs), len(rs)

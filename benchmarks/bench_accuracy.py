@@ -9,16 +9,11 @@ Steps (each a sub-command; ``--help`` on each):
   run    --data DIR/data.yaml --out RUN ...    trains and evaluates; writes RUN/result.json and RUN/row.md.
          --reference official --official-dir SRC   runs the official YOLOv9 train_dual.py (yolov9-*) / train.py
                                                (gelan-*) untouched from its source tree SRC (numbers only);
-           [--official-order seed]             ... on the split's images renamed so that their order follows
-                                               --seed (its own loader ignores --seed; official_order.py);
-         --data-stream official --official-dir SRC   y9 trained on train_dual.py's own batches (official_stream.py);
          --reference ultralytics               runs Ultralytics (``YOLO("yolov9s.yaml").train(...)``, its defaults).
   table  RESULT.json ...                       one markdown table: mean and spread over seeds per configuration.
   compare --a RESULT.json ... --b RESULT.json ... [--figure final|late10|late16|late10-box...] [--within 0.01]
                                                B against A: difference, standard error, permutation p, and
                                                whether a gap or parity within W is shown (accuracy_stats.py).
-  sync --a RESULT.json ... --b ... [--epochs 25 40]   whether runs share their epoch-to-epoch swings: mean
-                                               correlation of detrended per-epoch mAP50-95 within and across groups.
 
 Example (the H200 runs in docs/benchmarks.md):
   python benchmarks/bench_accuracy.py split ../shared/datasets/deeppcb/data.yaml --out splits/deeppcb
@@ -47,8 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from accuracy_report import FIGURES, compare_runs, row, sync_runs, table  # noqa: E402
-from official_order import seeded_split  # noqa: E402
+from accuracy_report import FIGURES, compare_runs, row, table  # noqa: E402
 from reference_env import official_env, reference_font  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
@@ -149,19 +143,7 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
 
     config, overrides = y9_config(args, out)
     t0 = time.perf_counter()
-    callbacks = {}
-    if args.diagnose:
-        from epoch_diagnostics import EpochDiagnostics
-
-        callbacks["on_epoch_end"] = [EpochDiagnostics(out / "diag.csv")]
-    hooks = None
-    if args.data_stream == "official":
-        from official_stream import OfficialStreamHooks
-
-        if not args.official_dir:
-            raise SystemExit("--data-stream official needs --official-dir (the official source whose loader it uses)")
-        hooks = OfficialStreamHooks(args.official_dir, args.data, out, digests=2)
-    trainer = Trainer(config, callbacks=callbacks, hooks=hooks)
+    trainer = Trainer(config)
     result = trainer.fit()
     wall = time.perf_counter() - t0
     hist = result.history
@@ -176,19 +158,18 @@ def train_y9(args, out: Path) -> tuple[object, float, dict]:
         "graph_replays": graphed.replays if graphed is not None else 0,
         "async_save": config.async_save,
         "deterministic": config.deterministic,
-        "data_stream": args.data_stream,
         "weights_sha256": state_digest(trainer.model),  # the final training weights: equal runs, equal digests
     }  # fmt: skip
     return load_checkpoint(result.last), wall, extra
 
 
-def official_command(args, out: Path, data: Path | None = None) -> list[str]:
-    """The untouched official trainer's command line: train_dual.py for yolov9-*, train.py for gelan-*, on
-    ``data`` (default: the split's data.yaml)."""
+def official_command(args, out: Path) -> list[str]:
+    """The untouched official trainer's command line: train_dual.py for yolov9-*, train.py for gelan-*, on the
+    split's data.yaml."""
     script = "train_dual.py" if args.model.startswith("yolov9") else "train.py"
     return [
         sys.executable, script, "--weights", "", "--cfg", f"models/detect/{args.model}.yaml",
-        "--data", str(Path(data or args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
+        "--data", str(Path(args.data).resolve()), "--hyp", "data/hyps/hyp.scratch-high.yaml",
         "--epochs", str(args.epochs), "--batch-size", str(args.batch), "--img", str(args.imgsz),
         "--close-mosaic", str(args.close_mosaic if args.close_mosaic is not None else OFFICIAL_CLOSE_MOSAIC),
         "--noplots",
@@ -202,14 +183,13 @@ def train_official(args, out: Path) -> tuple[object, float, dict]:
     from y9train.checkpoint import load_checkpoint
 
     src = Path(args.official_dir).resolve()
-    data = seeded_split(args.data, out / "seeded_split", args.seed) if args.official_order == "seed" else None
-    cmd = official_command(args, out, data)
+    cmd = official_command(args, out)
     t0 = time.perf_counter()
     with open(out / "official.log", "w") as log:
         subprocess.run(cmd, cwd=src, env=official_env(out), stdout=log, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - t0
     weights = out / "official" / "weights"
-    extra = {"command": " ".join(cmd), "official_order": args.official_order}
+    extra = {"command": " ".join(cmd)}
     if args.score_epochs:
         extra["per_epoch_scored"] = score_epoch_checkpoints(args, weights)
     return load_checkpoint(weights / "last.pt"), wall, extra
@@ -314,15 +294,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("--official-dir", help="source tree of the official YOLOv9 code (--reference official)")
     rp.add_argument(
-        "--official-order",
-        choices=("fixed", "seed"),
-        default="fixed",
-        help="official: fixed = its own behaviour, the same shuffle and augmentation draws for every --seed (a "
-        "constant loader generator); seed = train on the split's images renamed so that their sorted order "
-        "follows --seed, which gives each seed its own data stream with the code untouched "
-        "(benchmarks/official_order.py)",
-    )
-    rp.add_argument(
         "--score-epochs",
         type=int,
         default=0,
@@ -333,19 +304,6 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--hyp", help="y9: hyperparameter recipe name or YAML file (default: y9's defaults)")
     rp.add_argument("--set", nargs="*", default=[], help="y9: key=value overrides of the recipe")
     rp.add_argument("--cache", default="ram", help="y9: image cache (ram | disk | none)")
-    rp.add_argument(
-        "--data-stream",
-        choices=("y9", "official"),
-        default="y9",
-        help="y9: train on y9's loader (its stream follows --seed), or on train_dual.py's own loader from "
-        "--official-dir (the one stream every official run of this split trains on; benchmarks/official_stream.py)",
-    )
-    rp.add_argument(
-        "--diagnose",
-        action="store_true",
-        help="y9: after each epoch also score the raw model and the EMA with re-estimated BatchNorm "
-        "statistics (benchmarks/epoch_diagnostics.py) into RUN/diag.csv",
-    )
     rp.add_argument("--label", default="", help="a name for this configuration in the table")
     tp = sub.add_parser("table", help="markdown table of result.json files (mean and spread over seeds)")
     tp.add_argument("results", nargs="+")
@@ -366,11 +324,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="parity margin (0.01 = 1 point of mAP50-95); an undecided verdict also says about how many runs per "
         "trainer would show it at the observed spreads",
     )  # fmt: skip
-    yp = sub.add_parser("sync", help="do runs share their epoch-to-epoch swings? (within and across two groups)")
-    yp.add_argument("--a", nargs="+", required=True, help="result.json of group A")
-    yp.add_argument("--b", nargs="+", required=True, help="result.json of group B")
-    yp.add_argument("--epochs", type=int, nargs=2, default=(25, 40), metavar=("FIRST", "LAST"),
-                    help="1-based, inclusive; an official run needs them scored (--score-epochs)")  # fmt: skip
     return ap
 
 
@@ -384,8 +337,6 @@ def main(argv: list[str] | None = None) -> None:
         run(args)
     elif args.cmd == "compare":
         print(compare_runs(args.a, args.b, args.figure, args.within))
-    elif args.cmd == "sync":
-        print(sync_runs(args.a, args.b, *args.epochs))
     else:
         print(table(args.results))
 

@@ -53,8 +53,8 @@ def main() -> int:
 
     import torch
 
-    from y9deploy.post.choice import choose_scan
-    from y9deploy.post.torch_batched import batched_postprocess_torch
+    from y9core.post.choice import PostImpl, choose_post, probe
+    from y9core.post.torch_batched import batched_postprocess_torch
     from y9deploy.postprocess import postprocess
 
     pred = synthetic_batch(np.random.default_rng(0), args.batch, args.candidates, args.saturated, args.dense)
@@ -68,7 +68,11 @@ def main() -> int:
           f"{sum(len(w) for w in want)} detections; host postprocess once: {host_ms:.1f} ms", flush=True)  # fmt: skip
     rows = []
     for scan in ("fixed-point", "triton"):
-        if scan == "triton" and not (cuda and choose_scan(True) == "triton"):
+        if scan == "triton" and not (
+            cuda
+            and choose_post(device="cuda", torch_tensors=True, triton=probe().triton, graphs=False)
+            is PostImpl.TORCH_TRITON
+        ):
             print("triton: skipped (needs CUDA tensors and triton)")
             continue
         for label, min_bucket in (("buckets", 32), ("one bucket", 1 << 15)):

@@ -60,7 +60,7 @@ from random_weights import fixture_like_weights, reestimate_bn  # noqa: E402 - b
 
 def load_frames(args) -> list[np.ndarray]:
     from y9deploy.bench import synthetic_frame
-    from y9deploy.runtime.detector import read_image
+    from y9deploy.runtime.image_file import read_image
 
     if args.frames:
         paths = []
@@ -80,7 +80,7 @@ def load_frames(args) -> list[np.ndarray]:
 
 def pick_conf(det, frames, candidates: int) -> float:
     """The score that ``candidates`` anchors per frame exceed (median over frames)."""
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     blob, _ = prepare(frames[:8], det.imgsz, dtype=det.backend.input_dtype)
     on_host = str(det.pipeline.pre) == "host"
@@ -219,7 +219,7 @@ def main() -> int:
     frames = load_frames(args)
 
     def make_checkpoint() -> Path:
-        from y9deploy.preprocess import prepare
+        from y9deploy.pre.host import prepare
         from y9train.checkpoint import save_checkpoint
         from y9train.models import build_model
 
@@ -288,10 +288,11 @@ def main() -> int:
             "stream-compiled",
             lambda: run("torch_stream_compiled", pt, sb, stream=True, compile=True, **kw_torch),
         )
-    from y9deploy.post.choice import PostImpl, choose_scan, failure
+    from y9core.post.choice import PostImpl, choose_post, failure, probe
 
     summary["nms_scan"] = {
-        "triton_ready": choose_scan(True) == "triton",
+        "triton_ready": choose_post(device="cuda", torch_tensors=True, triton=probe().triton, graphs=False)
+        is PostImpl.TORCH_TRITON,
         "triton_error": failure(PostImpl.TORCH_TRITON),
         "graph_error": failure(PostImpl.GRAPH),
     }

@@ -22,8 +22,10 @@ from collections.abc import Callable  # noqa: E402
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
-from y9deploy.postprocess import postprocess, to_detections  # noqa: E402
-from y9deploy.preprocess import letterbox, prepare  # noqa: E402
+from y9deploy.post.host import to_detections  # noqa: E402
+from y9deploy.postprocess import postprocess  # noqa: E402
+from y9deploy.pre.host import prepare  # noqa: E402
+from y9deploy.preprocess import letterbox  # noqa: E402
 
 
 def synthetic_prediction(seed: int = 0, nc: int = 80, imgsz: int = 640, n_objects: int = 40) -> np.ndarray:

@@ -44,7 +44,7 @@ def main() -> int:
 
     from y9deploy import Detector
     from y9deploy.bench import synthetic_frame
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
     from y9train.checkpoint import save_checkpoint
     from y9train.models import build_model

@@ -61,7 +61,7 @@ def main() -> int:
     from y9deploy import Detector
     from y9deploy.pipelines.recall import matched_ground_truth
     from y9deploy.pipelines.tiling import predict_tiled
-    from y9deploy.runtime.detector import read_image
+    from y9deploy.runtime.image_file import read_image
 
     cfg = load_data_yaml(args.data, require=(args.split,))
     files = cfg.image_files(args.split)[: args.limit]

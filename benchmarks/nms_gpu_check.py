@@ -14,11 +14,11 @@ def nms_check(pt, frames, batch: int, candidates: int, kw_torch: dict, summary: 
     bit-equality with the host ``postprocess``."""
     import torch
 
+    from y9core.post.choice import PostImpl, choose_post, probe
+    from y9core.post.torch_batched import batched_postprocess_torch
     from y9deploy import Detector
-    from y9deploy.post.choice import choose_scan
-    from y9deploy.post.torch_batched import batched_postprocess_torch
     from y9deploy.postprocess import postprocess
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     rows = []
     with Detector(pt, **kw_torch) as det:
@@ -33,7 +33,11 @@ def nms_check(pt, frames, batch: int, candidates: int, kw_torch: dict, summary: 
             want = postprocess(host_raw, conf=conf)
             counts = (host_raw[:, 4:].max(1) > conf).sum(1)
             for scan in ("triton", "fixed-point"):
-                if scan == "triton" and not (raw.is_cuda and choose_scan(True) == "triton"):
+                if scan == "triton" and not (
+                    raw.is_cuda
+                    and choose_post(device="cuda", torch_tensors=True, triton=probe().triton, graphs=False)
+                    is PostImpl.TORCH_TRITON
+                ):
                     rows.append({"scan": scan, "skipped": "needs CUDA tensors and triton"})
                     continue
                 got = batched_postprocess_torch(raw, conf=conf, scan=scan)

@@ -3,7 +3,7 @@
 ``box_iou(a, b)`` takes boxes ``(x1, y1, x2, y2)`` in the last axis of ``a`` and ``b`` (their leading axes
 broadcast) and returns one IoU per pair, computed in the boxes' dtype with these float operations in this
 order (the host NMS, the torch IoU of ``y9core.box_iou_torch`` and the Triton kernel of
-``y9deploy.post.triton_nms`` all compute the same ones, so that their results agree bit for bit)::
+``y9core.post.triton_nms`` all compute the same ones, so that their results agree bit for bit)::
 
     area = (x2 - x1) * (y2 - y1)                      (unless given)
     w = max(min(a.x2, b.x2) - max(a.x1, b.x1), 0)

@@ -8,7 +8,7 @@ not when the host returned); end to end is always the host's wall clock around `
 ``idle_ms`` the calls are spaced apart as in a camera loop (clocks drop, caches go cold: the latency a
 real-time application sees). With ``stream=True`` the batches go through ``Detector.predict_stream``
 (mode "stream" in the JSON): img/s of the pipelined loop. Each case names the pre- and post-processing
-implementations that ran (``pre_impl``, ``post_impl``: ``Detector.choice()``). Results save to and load from JSON; ``compare``
+implementations that ran (``pipeline``, ``pre_impl``, ``post_impl``: ``Detector.choice()``). Results save to and load from JSON; ``compare``
 gives the regression table against an earlier JSON. Nothing here prints: the CLI does.
 """
 
@@ -69,8 +69,9 @@ class BenchmarkCase:
     img_per_s: float
     detections_per_image: float
     mode: str = "predict"  # "predict" (one call per batch) or "stream" (Detector.predict_stream)
-    pre_impl: str = ""  # the pre-processing implementation that ran (y9deploy.pre.choice.PreImpl)
-    post_impl: str = ""  # the post-processing implementation that ran (y9deploy.post.choice.PostImpl)
+    pre_impl: str = ""  # the pre-processing implementation that ran (y9deploy.pre.impl.PreImpl)
+    post_impl: str = ""  # the post-processing implementation that ran (y9core.post.choice.PostImpl)
+    pipeline: str = ""  # the frame pipeline that ran (y9deploy.runtime.frame_pipeline.PipelineImpl)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -188,6 +189,7 @@ def _bench_case(
         mode="stream" if stream else "predict",
         pre_impl=choice["preprocess"],
         post_impl=choice["postprocess"],
+        pipeline=choice["pipeline"],
     )
 
 

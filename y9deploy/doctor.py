@@ -355,7 +355,7 @@ def diagnose() -> DoctorReport:
             rtx_ccs = load_flavour("tensorrt_rtx").aot_targets or RTX_CCS
         except Exception:  # noqa: BLE001
             pass
-    from y9deploy.post.choice import default_choice
+    from y9deploy.runtime.frame_pipeline import default_choice
 
     device, pre, post = default_choice(torch_cuda=torch_gpu, triton=triton_v is not None)
     report = DoctorReport(

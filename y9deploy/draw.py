@@ -43,7 +43,7 @@ def draw_detections(
     Returns:
         ndarray[H, W, 3] uint8: the annotated copy. Each class has a fixed colour (``class_color``).
     """
-    from y9deploy.preprocess import check_frame
+    from y9deploy.pre.host import check_frame
 
     check_frame(frame)
     if not isinstance(dets, Detections):

@@ -1,33 +1,14 @@
-"""Post-processing, the public names: decode the raw head output, NMS, boxes back to frame pixels (numpy only).
+"""The documented public path of post-processing: ``y9deploy.postprocess.postprocess`` (DESIGN.md, "Contracts").
 
-The implementation is ``y9deploy.post.host`` (official ``non_max_suppression`` semantics, see there); the
-other implementations (torch, Triton, CUDA graphs) and the rule that picks one are in ``y9deploy.post``.
+``postprocess(pred, *, conf=0.25, iou=0.45, agnostic=False, multi_label=False, max_det=300, classes=None)``:
+raw output ``[B, 4+nc, A]`` -> one ``(N, 6)`` float32 array per image, rows ``(x1, y1, x2, y2, score, class)``
+in input-image pixels, by descending score; the official ``non_max_suppression`` semantics. It is
+``y9core.post.rows.postprocess``, the one entry that picks the implementation (host numpy for arrays, the
+batched torch one for tensors); y9's own code imports it from there.
 """
 
 from __future__ import annotations
 
-from y9deploy.post.host import (
-    MAX_NMS,
-    LetterboxInfo,
-    batch_to_detections,
-    decode,
-    end2end_rows,
-    host_rows,
-    postprocess,
-    scale_boxes,
-    to_detections,
-    unletterbox,
-)
+from y9core.post.rows import postprocess
 
-__all__ = [
-    "MAX_NMS",
-    "LetterboxInfo",
-    "batch_to_detections",
-    "decode",
-    "end2end_rows",
-    "host_rows",
-    "postprocess",
-    "scale_boxes",
-    "to_detections",
-    "unletterbox",
-]
+__all__ = ["postprocess"]

@@ -1,35 +1,13 @@
-"""Pre-processing, the public names: the letterbox (shared with training), colour, layout and normalisation.
+"""The documented public path of the letterbox: ``y9deploy.preprocess.letterbox`` (DESIGN.md, "Contracts").
 
-The geometry and the OpenCV letterbox live in ``y9core.letterbox`` (training imports them from there); the
-host blob in ``y9deploy.pre.host``; the GPU letterbox in ``y9deploy.pre.torch_letterbox``. No torch here.
+``letterbox(img, new_shape=640 or (h, w), *, auto=False, scaleup=True, stride=32, color=114) -> (img, (ratio_w,
+ratio_h), (dw, dh))``: the same arguments and results as the official letterbox. It is ``y9core.letterbox.letterbox``
+(shared with training); y9's own code imports it from there, and the rest of pre-processing from
+``y9deploy.pre`` (``pre.host.prepare``: letterbox + colour + layout + normalisation into the network's blob).
 """
 
 from __future__ import annotations
 
-from y9core.letterbox import (
-    LetterboxInfo,
-    Shape,
-    as_hw,
-    letterbox,
-    letterbox_info,
-    letterbox_params,
-    scale_boxes,
-    unletterbox,
-)
-from y9deploy.pre.host import check_frame, check_frames, fill_value, letterbox_batch_u8, prepare
+from y9core.letterbox import letterbox
 
-__all__ = [
-    "LetterboxInfo",
-    "Shape",
-    "as_hw",
-    "check_frame",
-    "check_frames",
-    "fill_value",
-    "letterbox",
-    "letterbox_batch_u8",
-    "letterbox_info",
-    "letterbox_params",
-    "prepare",
-    "scale_boxes",
-    "unletterbox",
-]
+__all__ = ["letterbox"]

@@ -73,7 +73,7 @@ RUN_RANGES: dict[str, Range] = {
 class Hyp:
     """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults).
 
-    The recipe switches (``docs/training.md``, "Recipes"; ``configs/hyp-official.yaml`` sets the official value of
+    The recipe switches (``docs/training.md``, "Choosing a recipe"; ``configs/hyp-official.yaml`` sets the official value of
     each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
     ``warmup_accumulate_ramp``, ``epoch_end``, ``lr_step``, ``amp_dtype``, ``bias_prior_imgsz``, ``ema_fp16``,
     ``init_fp16_round`` and ``loss_fp16``.

@@ -27,7 +27,7 @@ What depends on the schedule's length is resolved once, before the optimiser and
   2000): the decay at the last step is then ``1 - 1 / (AUTO_EMA_WINDOW * S)``, an average over about the last
   10% of the run's steps (they carry about 70% of its weight; the first half of the run nearly none), whatever
   the run's length. With the official tau of 2000 a 520-step run ends at a decay of 0.23, i.e. its EMA is the
-  latest weights (docs/training.md, "EMA").
+  latest weights (docs/training.md, "Reading the outputs").
 
 Accumulation (``AccumulationRule``): an optimiser step happens when the batches since the last step
 (``ni - last_opt_step``, counted across epochs) reach ``accumulate(ni)``: ``round(nbs / batch)`` (at least 1), or

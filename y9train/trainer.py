@@ -33,21 +33,19 @@ import torch
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
-from y9train.ema import ModelEMA
-from y9train.graphed_network import graphed_network
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
-from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.plots import plot_run
 from y9train.reporting import Reporter, StepLog
-from y9train.step_timer import StepTimer
+from y9train.run_setup import make_run_dir
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
+from y9train.trainer_setup import TrainerSetup
 
 _NAN = float("nan")
 
 
-class Trainer:
+class Trainer(TrainerSetup):
     """Train a YOLOv9 / GELAN model as ``config`` says (see ``y9train.hyp.TrainConfig`` and ``Hyp``)."""
 
     def __init__(
@@ -101,94 +99,13 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ setup
     def setup(self) -> None:
-        """Everything before the first batch (``fit`` calls it)."""
-        from y9core.val_result import require_metrics_backend
-        from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
-        from y9train.loss import DetectionLoss
-        from y9train.run_setup import (
-            cpu_count,
-            fp16_as_official,
-            load_model_for_training,
-            make_run_dir,
-            resolve_amp,
-            resolve_device,
-            seed_everything,
-        )
-
-        cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
-        self.device = hooks.select_device(resolve_device(cfg.device))
-        seed_everything(cfg.seed + hooks.rank)
-        self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
-        if cfg.val and hooks.is_main:
-            require_metrics_backend()
-        self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
-        cuda = self.device.type == "cuda"
-        self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
-
-        if self._resume:
-            from y9train.checkpoint import model_from_payload
-
-            path, payload, state = self._resume
-            model = model_from_payload(payload, str(path))
-        else:
-            prior = hyp.bias_prior_imgsz or cfg.imgsz  # image size of the class-bias prior of a fresh head
-            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
-                                            report=self.reporter.info)  # fmt: skip
-            if hyp.init_fp16_round:
-                model.half()  # the .float() below makes it float32 again: rounded to fp16 once
-        model.set_grad_checkpointing(cfg.grad_checkpointing)
-        fmt = torch.channels_last if self.channels_last else torch.preserve_format
-        self.model = model.float().train().to(self.device, memory_format=fmt)
-        self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
-        if hyp.loss_fp16:  # the run's log says which loss path it took
-            self.reporter.info("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
-                               "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")
-        self.loss_fn = DetectionLoss.from_model(
-            self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
-            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
-        )  # fmt: skip
-
-        workers = max(0, min(cfg.workers, cpu_count()))
-        common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
-        aug = AugmentConfig.from_dict(hyp.to_dict())
-        self.train_ds = YoloDataset.from_yaml(self.data_cfg, "train", hyp=aug, **common)
-        self.val_ds = (
-            YoloDataset.from_yaml(self.data_cfg, "val", augment=False, **common) if cfg.val else None
-        )
-        for ds in (self.train_ds, self.val_ds):
-            for p, why in ds.skipped if ds is not None else []:
-                self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
-        self.train_loader = hooks.build_train_loader(
-            self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
-        )
-        self.val_loader = None
-        if self.val_ds is not None and hooks.is_main:
-            self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
-        self.nb = len(self.train_loader)
-        hyp, notes = resolve_auto(hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
-        if notes:  # decided once: the run's config (checkpoints, resume) holds the concrete values
-            self.config.hyp = hyp
-            for note in notes:
-                self.reporter.info(note)
-        ema_fp16 = fp16_as_official(hyp.ema_fp16, self.device, self.amp_dtype)
-        if hyp.ema_fp16:  # the run's log says which EMA path it took
-            self.reporter.info("ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16 else
-                               "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32")
-        self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
-        self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
-        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
-        self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))
-        self.accumulate = self.accumulation.full
-        self.lr_control = LRController(self.optimizer, hyp, cfg.epochs, self.nb)
-        net = torch.compile(self.model) if cfg.compile else self.model
-        self.graphed = graphed_network(
-            self.model, self.params, self.device, requested=cfg.cuda_graph, compile=cfg.compile,
-            grad_checkpointing=cfg.grad_checkpointing, distributed=hooks.world_size > 1, report=self.reporter.info,
-            multi_scale=hyp.multi_scale,
-        )  # fmt: skip
-        self.train_model = self.graphed or hooks.wrap_model(net)
-        self.timer = StepTimer(self.device, enabled=cfg.profile)
+        """Everything before the first batch (``fit`` calls it): device and precision, model and loss, data,
+        optimisation, the run folder (or the resumed state), then the kernel choice."""
+        cfg, hooks = self.config, self.hooks
+        use_scaler = self._setup_device()
+        self._setup_model(use_scaler)
+        self._setup_data()
+        self._setup_optimisation()
 
         self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):

@@ -58,13 +58,13 @@ def run_validation(
 ) -> ValResult:
     """Validate ``model`` (switched to eval mode here) on ``loader`` (batches of the training contract).
 
-    Detections come from ``y9deploy.post.torch_batched.batched_postprocess_torch`` (conf, iou, max_det as the
-    official val: 0.001, 0.7, 300) on the device; predictions and labels are mapped back to source pixels with each image's
+    Detections come from ``y9core.post.rows.postprocess`` (conf, iou, max_det as the official val: 0.001, 0.7,
+    300) on the device, by the implementation ``choose_post`` picks there (the Detector's rule); predictions and labels are mapped back to source pixels with each image's
     ``ratio_pad`` before ``evaluate`` (COCO's maxDets 100 per image and class); the ground truth comes from the
     dataset's labels in source pixels (``YoloDataset.source_boxes``).
     """
     from y9core.metrics import evaluate
-    from y9deploy.post.torch_batched import batched_postprocess_torch
+    from y9core.post.rows import postprocess
 
     require_metrics_backend()
     was_training = model.training
@@ -87,7 +87,7 @@ def run_validation(
             t0 = time.perf_counter()
             with autocast:
                 out = model(imgs)
-            rows = batched_postprocess_torch(out.float(), conf=conf, iou=iou, max_det=max_det)
+            rows = postprocess(out.float(), conf=conf, iou=iou, max_det=max_det)
             dets = [torch.from_numpy(r) for r in rows]
             dets = [
                 _to_source(d, rp, hw, slice(0, 4))

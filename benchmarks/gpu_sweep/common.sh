@@ -1,15 +1,19 @@
-# The launcher of the session-6 H200 accuracy runs (docs/benchmarks.md, "NVIDIA H200, session 6").
+# The launcher of the H200 accuracy and wall-time runs (docs/benchmarks.md, "Training"): every run goes through
+# benchmarks/bench_accuracy.py in its own folder under $W/jobs (W=/root/w by default).
 # On the GPU machine, from the repository root, with these ignored folders carried beside the checkout:
 #   .dev/whl       wheels the machine lacks (faster-coco-eval; ultralytics + ultralytics-thop for the reference)
 #   .dev/dataN/X   a copy of ../shared/datasets/X (one dataset per call: the 64 MiB transfer limit)
 #   .dev/official  the official YOLOv9 source tree (git archive of WongKinYiu/yolov9), for --reference official
-# queue.sh MAX SPEC starts the runs a spec file lists, at most MAX at a time (s7.spec: session 7; s8.spec: the next
-# lease). neu.sh starts four y9 NEU-DET runs; deeppcb.sh four DeepPCB runs (PARITY=1: two --hyp official runs,
-# OFFICIAL=1: train_dual.py seed 1) and alone.sh, which waits for every run to end, then trains y9 and
-# Ultralytics one after the other, each alone on the machine (the wall-time comparison). Every run goes through
-# benchmarks/bench_accuracy.py in its own folder under $W/jobs. poll.sh SECONDS TAG waits, prints one line per
-# run and packs results, per-epoch CSVs and log tails into $OUT/results-TAG.tgz. SMOKE_ARGS is appended to every
-# run (a CPU smoke test: SMOKE_ARGS="--epochs 1 --imgsz 96 --model gelan-t --workers 0").
+# A spec file lists the runs of a lease, one line each: the arguments of `job` (job.sh), e.g.
+#   needs deeppcb
+#   pcb-y9-s0 deeppcb yolov9-s 0 8
+#   pcb-ul-s0 deeppcb yolov9-s 0 8 --reference ultralytics
+# ("needs DATASET" waits until that dataset is staged). First call of a lease:
+#   W=/root/w bash benchmarks/gpu_sweep/start.sh MAX my.spec      # at most MAX runs at once (1: each run alone)
+# later calls: `W=/root/w bash benchmarks/gpu_sweep/poll.sh SECONDS TAG`, which waits, prints one line per run and
+# packs results, per-epoch CSVs and log tails into $OUT/results-TAG.tgz. Spec files are per lease and not kept in
+# the repository; the figures they produced are in docs/results/. SMOKE_ARGS is appended to every run (a CPU smoke
+# test: SMOKE_ARGS="--epochs 1 --imgsz 96 --model gelan-t --workers 0").
 # sourced by every device call: site packages from .dev/whl, a polars stand-in, paths
 set -u
 W=${W:-/root/w}

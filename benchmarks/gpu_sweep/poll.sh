@@ -1,13 +1,13 @@
-# poll.sh SECONDS TAG: wait up to SECONDS or until no run is going and no queue or alone.sh is left, packing the
+# poll.sh SECONDS TAG: wait up to SECONDS or until no run is going and no queue is left, packing the
 # results every minute (a call stopped at its limit still brings back the last pack): one line per run, and
 # results, per-epoch CSVs and log tails in $OUT/results-TAG.tgz
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
 end=$(( $(date +%s) + $1 )); tag=$2
 pack() {
   for d in $W/jobs/*/; do tail -c 30000 $d/log.txt > $d/logtail.txt 2>/dev/null; done
-  (cd $W && tar czf $OUT/results-$tag.tgz times.txt $(ls -d jobs/*/r/result.json jobs/*/r/*/results.csv jobs/*/r/diag.csv jobs/*/r/official/results.csv 2>/dev/null) $(ls jobs/*/logtail.txt) 2>/dev/null)
+  (cd $W && tar czf $OUT/results-$tag.tgz times.txt $(ls -d jobs/*/r/result.json jobs/*/r/*/results.csv jobs/*/r/official/results.csv 2>/dev/null) $(ls jobs/*/logtail.txt) 2>/dev/null)
 }
-busy() { pgrep -f "bench_accuracy.py run" > /dev/null || pgrep -f "alone.sh|queue.sh" > /dev/null; }
+busy() { pgrep -f "bench_accuracy.py run" > /dev/null || pgrep -f "queue.sh" > /dev/null; }
 last=0
 while [ $(date +%s) -lt $end ] && busy; do
   [ $(( $(date +%s) - last )) -ge 60 ] && pack && last=$(date +%s)

@@ -1,5 +1,5 @@
 """One IoU per array kind: ``y9core.box_iou`` (numpy), ``y9core.box_iou_torch`` (torch) and the Triton kernel of
-``y9deploy.post.triton_nms``. Nothing else in the y9 packages computes an intersection over union: the source
+``y9core.post.triton_nms``. Nothing else in the y9 packages computes an intersection over union: the source
 is read with ``ast`` and these signs of an IoU written out are looked for outside those three modules:
 
 - a name (variable, argument or attribute) called ``union``, ``unions``, ``union_area``...;
@@ -17,7 +17,7 @@ from tests.architecture.import_graph import PACKAGES
 from tests.conftest import REPO
 
 #: the three implementations
-IMPLEMENTATIONS = ("y9core/box_iou.py", "y9core/box_iou_torch.py", "y9deploy/post/triton_nms.py")
+IMPLEMENTATIONS = ("y9core/box_iou.py", "y9core/box_iou_torch.py", "y9core/post/triton_nms.py")
 #: what a function may call to compute an IoU
 CORE_IOU = {"box_iou", "box_iou_matrix", "box_iou_torch", "box_iou_matrix_torch"}
 DIVISIONS = {"div", "div_", "divide", "true_divide"}

@@ -51,10 +51,10 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         sys.meta_path.insert(0, BlockTorch())
         import cv2
         import y9deploy.runtime, y9deploy.bench, y9deploy.doctor, y9deploy.detections, y9deploy.preprocess
-        import y9deploy.postprocess, y9deploy.nms
+        import y9deploy.postprocess, y9core.post.nms, y9core.post.rows, y9core.post.choice
         import y9deploy.runtime.onnxruntime_backend, y9deploy.runtime.torch_backend
         import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
-        import y9deploy.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
+        import y9core.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
         import y9deploy.pre.torch_letterbox, y9deploy.pipelines.batch_predict, y9deploy.pipelines.video
         import y9deploy.pipelines.tiling, y9deploy.pipelines.recall, y9deploy.pipelines.results_writer
         from y9deploy import Detector
@@ -101,7 +101,7 @@ def test_fp16_onnx_runs_and_agrees_with_fp32(gelan_t):
         )
         blob32 = np.zeros((1, 3, *d32.imgsz), d32.backend.input_dtype)
         blob16 = np.zeros((1, 3, *d16.imgsz), d16.backend.input_dtype)
-        from y9deploy.preprocess import prepare
+        from y9deploy.pre.host import prepare
 
         prepare([frame], IMGSZ, out=blob32)
         prepare([frame], IMGSZ, dtype=np.float16, out=blob16)
@@ -120,7 +120,7 @@ def test_torch_and_onnxruntime_backends_agree(gelan_t):
     """The same y9 model through TorchBackend (.pt) and OnnxRuntimeBackend (its export): raw outputs and
     detections."""
     from y9deploy import Detector
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     frames = [cv2.imread(str(p)) for p in IMAGES]
     with Detector(gelan_t["pt"], imgsz=IMGSZ, device="cpu") as dp, Detector(gelan_t["onnx"]) as do:

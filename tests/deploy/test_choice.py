@@ -1,9 +1,10 @@
-"""The rules that pick the pre- and post-processing implementations (``pre.choice``, ``post.choice``), called
-with explicit facts for every case of their docstrings, and where the choice is named: ``repr(Detector)``,
-``Detector.choice()``, the benchmark JSON and the doctor report."""
+"""The rules that pick the frame pipeline (``runtime.frame_pipeline.choose_pipeline``) and the post-processing
+(``y9core.post.choice.choose_post``), called with explicit facts for every row of their tables, and where the
+choice is named: ``repr(Detector)``, ``Detector.choice()``, the benchmark JSON and the doctor report."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from y9deploy.post.choice import FALLBACK, PostImpl, choose_post, default_choice, step_down
-from y9deploy.pre.choice import PreImpl, choose_pre
+from y9core.post.choice import POST_RULE, PostFacts, PostImpl, choose_post
+from y9deploy.pre.impl import PreImpl
+from y9deploy.runtime.frame_pipeline import PIPELINE_RULE, PipelineImpl, choose_pipeline, default_choice
 
 CUDA = dict(device="cuda:0", torch_tensors=True, triton=True)
 
@@ -30,17 +32,44 @@ CUDA = dict(device="cuda:0", torch_tensors=True, triton=True)
         (dict(device="cuda:0", option="cpu", torch_cuda=True), PreImpl.CPU),
     ],
 )
-def test_choose_pre(kw, want):
-    assert choose_pre(**kw) is want
+def test_choose_pipeline(kw, want):
+    choice = choose_pipeline(**kw)
+    assert choice.pre is want
+    assert choice.pipeline is (PipelineImpl.HOST if want is PreImpl.HOST else PipelineImpl.TORCH)
 
 
-def test_choose_pre_rejects():
+def test_choose_pipeline_rejects():
     with pytest.raises(ValueError, match="preprocess='gpu' needs a CUDA backend.*the CPU"):
-        choose_pre(device="cpu", option="gpu", torch_cuda=True)
+        choose_pipeline(device="cpu", option="gpu", torch_cuda=True)
     with pytest.raises(ValueError, match="a CUDA device without torch"):
-        choose_pre(device="cuda:0", option="gpu", torch_cuda=False)
+        choose_pipeline(device="cuda:0", option="gpu", torch_cuda=False)
     with pytest.raises(ValueError, match="preprocess='fast'"):
-        choose_pre(device="cpu", option="fast", torch_cuda=False)
+        choose_pipeline(device="cpu", option="fast", torch_cuda=False)
+
+
+def test_every_row_of_the_tables_decides_some_case():
+    """Each row of each rule wins for some facts (a row that never wins would be a dead condition)."""
+    pipelines = {choose_pipeline(device=d, option=o, torch_cuda=t)
+                 for d in ("cpu", "cuda:0") for o in ("auto", "hybrid", "gpu", "cpu") for t in (False, True)
+                 if o != "gpu" or (d == "cuda:0" and t)}  # fmt: skip
+    assert pipelines == {c for _, _, c in PIPELINE_RULE}
+    rows = set()
+    for end2end, option, tensors, device, triton, graphs, multi in itertools.product(
+        (False, True),
+        ("auto", "gpu", "cpu"),
+        (False, True),
+        ("cpu", "cuda"),
+        (False, True),
+        (None, True, False),
+        (False, True),
+    ):
+        facts = PostFacts(end2end, option, tensors, device == "cuda", triton, graphs, multi)
+        impl = choose_post(device=device, end2end=end2end, option=option, torch_tensors=tensors, triton=triton,
+                           graphs=graphs, multi_label=multi)  # fmt: skip
+        row = next(r for r, (_, holds, _) in enumerate(POST_RULE) if holds(facts))
+        assert POST_RULE[row][2] is impl
+        rows.add(row)
+    assert rows == set(range(len(POST_RULE)))
 
 
 @pytest.mark.parametrize(
@@ -66,6 +95,8 @@ def test_choose_pre_rejects():
         (dict(CUDA, end2end=False, triton=False), PostImpl.TORCH),
         (dict(device="cpu", end2end=False, torch_tensors=True, triton=True), PostImpl.TORCH),
         (dict(device="cpu", end2end=False, torch_tensors=True, triton=True, graphs=False), PostImpl.TORCH),
+        # multi-label candidates: only the host implementation has them
+        (dict(CUDA, end2end=False, multi_label=True), PostImpl.HOST),
     ],
 )
 def test_choose_post(kw, want):
@@ -77,28 +108,17 @@ def test_choose_post_rejects_an_unknown_option():
         choose_post(device="cpu", end2end=False, option="fast", torch_tensors=False, triton=False)
 
 
-def test_fallback_chain():
-    assert FALLBACK == (PostImpl.GRAPH, PostImpl.TORCH_TRITON, PostImpl.TORCH, PostImpl.HOST)
-    assert [step_down(i) for i in FALLBACK] == [
-        PostImpl.TORCH_TRITON,
-        PostImpl.TORCH,
-        PostImpl.HOST,
-        PostImpl.HOST,
-    ]
-    assert step_down(PostImpl.END2END) is PostImpl.END2END
-
-
 def test_a_recorded_failure_is_skipped_from_then_on():
     """In a fresh process (the record is process-wide): one warning per implementation, the next one down
     returned, and the rule skips what failed."""
     code = (
         "import warnings\n"
-        "from y9deploy.post.choice import PostImpl, choose_post, failure, record_failure\n"
+        "from y9core.post.choice import PostImpl, choose_post, failure, record_failure\n"
         "kw = dict(device='cuda', end2end=False, torch_tensors=True, triton=True)\n"
         "assert choose_post(**kw) is PostImpl.GRAPH and failure(PostImpl.GRAPH) is None\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
-        "    assert record_failure(PostImpl.GRAPH, RuntimeError('no ptxas')) is PostImpl.TORCH_TRITON\n"
+        "    record_failure(PostImpl.GRAPH, RuntimeError('no ptxas'))\n"
         "    record_failure(PostImpl.GRAPH, RuntimeError('again'))\n"
         "assert len(w) == 1 and 'no ptxas' in str(w[0].message), [str(x.message) for x in w]\n"
         "assert failure(PostImpl.GRAPH) == 'RuntimeError: no ptxas'\n"
@@ -121,8 +141,8 @@ def test_default_choice_for_the_doctor():
 
 
 def test_doctor_report_names_the_choice():
+    from y9core.post.choice import probe
     from y9deploy.doctor import diagnose, report_dict
-    from y9deploy.post.choice import probe
 
     report = diagnose()
     facts = probe()
@@ -144,21 +164,21 @@ def test_detector_names_its_choice(embedded_pt):
 
     frame = synthetic_frame(90, 160)
     with Detector(embedded_pt, imgsz=128, device="cpu") as det:
-        assert det.choice() == {"preprocess": "host", "postprocess": "host"}
-        assert "preprocess=host, postprocess=host" in repr(det)
+        assert det.choice() == {"pipeline": "host", "preprocess": "host", "postprocess": "host"}
+        assert "pipeline=host, preprocess=host, postprocess=host" in repr(det)
         host = det.predict(frame, conf=0.01)
         det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=1)
-        assert det.choice() == {"preprocess": "cpu", "postprocess": "torch"}
-        assert "preprocess=cpu, postprocess=torch" in repr(det)
+        assert det.choice() == {"pipeline": "torch", "preprocess": "cpu", "postprocess": "torch"}
+        assert "pipeline=torch, preprocess=cpu, postprocess=torch" in repr(det)
         got = det.predict(frame, conf=0.01)
         np.testing.assert_array_equal(got.xyxy, host.xyxy)
         det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", post="cpu", workers=1)
-        assert det.choice() == {"preprocess": "hybrid", "postprocess": "host"}
+        assert det.choice() == {"pipeline": "torch", "preprocess": "hybrid", "postprocess": "host"}
         with pytest.raises(TypeError, match="expected an object with run, run_stream"):
             det.pipeline = object()
     res = benchmark(embedded_pt, iters=1, warmup=0, frames=[frame], device="cpu", imgsz=128)
     case = res.cases[0]
-    assert (case.pre_impl, case.post_impl, case.preprocess) == ("host", "host", "cpu")
+    assert (case.pipeline, case.pre_impl, case.post_impl, case.preprocess) == ("host", "host", "host", "cpu")
     back = BenchmarkResult.from_dict(res.to_dict())
     assert back.cases[0].post_impl == "host"
 
@@ -174,7 +194,8 @@ def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
 
     pred = random_prediction(np.random.default_rng(4), 2, 3, 300, ties=True)
     opts = resolve_options(PredictOptions(), {"conf": 0.3}, nc=3, end2end=False)
-    runner = PostRunner(PostImpl.TORCH, nc=3, names=["a", "b", "c"], device=torch.device("cpu"))
+    runner = PostRunner(nc=3, names=["a", "b", "c"], device=torch.device("cpu"), tensors=True)
+    assert runner.impl is PostImpl.TORCH
     want = postprocess(pred, conf=0.3)
     assert sum(len(w) for w in want) > 5
     for outputs in ({"output0": pred}, {"output0": torch.from_numpy(pred)}):

@@ -168,10 +168,10 @@ def test_gpu_pipeline_code_on_cpu_tensors(tiny_onnx, frames):
 
     with Detector(tiny_onnx, conf=0.5) as det:
         ref = det.predict(frames)
-        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=2)
         for a, b in zip(ref, det.predict(frames)):  # the same OpenCV letterbox, split over threads
             assert_same(a, b)
-        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="gpu")
         for a, b in zip(ref, det.predict(frames)):  # torch letterbox: pixels within one grey level
             assert len(a) == len(b)
             dist = np.abs(a.xyxy[:, None, :] - b.xyxy[None]).max(2)

@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from y9deploy.postprocess import postprocess
-from y9deploy.preprocess import prepare
+from y9deploy.pre.host import prepare
 
 torch = pytest.importorskip("torch")
-from y9deploy.post.torch_batched import batched_postprocess_torch  # noqa: E402
+from y9core.post.torch_batched import batched_postprocess_torch  # noqa: E402
 
 
 def random_pred(rng, b, nc, a, ties=True):
@@ -82,7 +82,7 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
         raw = det.backend.infer(prepare(frames, 256)[0])["output0"]
         conf = float(min(np.sort(raw[i, 4:].max(0))[-40] for i in range(2)))  # tens of candidates per image
         host = det.predict(frames, conf=conf)
-        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=False, workers=2)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=2)
         for a, b in zip(host, det.predict(frames, conf=conf)):
             np.testing.assert_array_equal(a.xyxy, b.xyxy)
             np.testing.assert_array_equal(a.class_id, b.class_id)
@@ -91,7 +91,7 @@ def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
             for a, b in zip(host, det.predict(frames, conf=conf)):
                 np.testing.assert_array_equal(a.xyxy, b.xyxy)
                 np.testing.assert_array_equal(a.class_id, b.class_id)
-        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre_on_gpu=True)
+        det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="gpu")
         for a, b in zip(host, det.predict(frames, conf=conf)):
             assert abs(len(a) - len(b)) <= max(1, len(a) // 10)
         same = [frames[0], np.ascontiguousarray(frames[0][::-1])]  # same size: the one-pass batch letterbox
@@ -124,7 +124,7 @@ def test_hybrid_preprocess_is_bit_equal_to_prepare(dtype, channels_last):
     NCHW, or (a backend taking channels_last) with NHWC strides."""
     from types import SimpleNamespace
 
-    from y9deploy.preprocess import letterbox_batch_u8, prepare
+    from y9deploy.pre.host import letterbox_batch_u8, prepare
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
 
     rng = np.random.default_rng(3)
@@ -202,7 +202,7 @@ def test_bucketed_uneven_counts_equal_host_postprocess(counts, budget, chain):
 
 
 def test_bucket_images():
-    from y9deploy.post.torch_batched import bucket_images
+    from y9core.post.torch_batched import bucket_images
 
     counts = [0, 1, 32, 33, 64, 65, 5, 0, 300, 257]
     buckets = bucket_images(counts)

@@ -52,7 +52,7 @@ def test_same_detections_as_pt(coco8, detections, other):
 def test_raw_outputs_agree(embedded_pt, embedded_export, coco8):
     """The networks themselves: torch and onnxruntime raw outputs on every image (no NMS, no threshold)."""
     from y9deploy import Detector
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     blob, _ = prepare([im.frame for im in coco8], IMGSZ)
     with Detector(embedded_pt, device="cpu", imgsz=IMGSZ) as dp, Detector(embedded_export()) as do:

@@ -145,7 +145,7 @@ def test_half_end2end_export(small_model, tmp_path, coco8):
     """FP16 raw graph + float32 NMS part: the end2end outputs equal the host postprocess of the FP16 raw output
     (two coco8 photos at 320)."""
     from y9deploy.postprocess import postprocess
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     report = export_onnx_report(
         small_model, tmp_path / "he.onnx", imgsz=320, half=True, end2end=True, dynamic_batch=True

@@ -15,8 +15,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton", reason="triton is not importable", exc_type=ImportError)
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
-from y9deploy.post import triton_nms as nms_triton  # noqa: E402
-from y9deploy.post.choice import PostImpl  # noqa: E402
+from y9core.post import triton_nms as nms_triton  # noqa: E402
+from y9core.post.choice import PostImpl  # noqa: E402
 from y9deploy.post.graph import GraphPost, GraphStats, pick_k  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.runtime.options import PredictOptions, resolve_options  # noqa: E402
@@ -146,7 +146,7 @@ def test_gpu_pipeline_uses_graph_post(embedded_pt):
     pt = embedded_pt
     frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
     with Detector(pt, imgsz=128, device="cpu") as det:
-        from y9deploy.preprocess import prepare
+        from y9deploy.pre.host import prepare
 
         raw = det.backend.infer(prepare(frames, (128, 128))[0])["output0"]
         conf = float(np.sort(raw[:, 4:].max(1).ravel())[-200])  # ~100 candidates per frame

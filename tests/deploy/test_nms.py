@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import y9deploy.post.nms as nms_mod
-from y9deploy.nms import MAX_WH, batched_nms, box_iou, nms
+import y9core.post.nms as nms_mod
+from y9core.box_iou import box_iou_matrix as box_iou
+from y9core.post.nms import MAX_WH, batched_nms, nms
 
 F32 = np.float32
 

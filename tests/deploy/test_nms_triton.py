@@ -1,4 +1,4 @@
-"""The Triton greedy-NMS scan (``y9deploy.post.triton_nms``) run on the CPU by Triton's interpreter
+"""The Triton greedy-NMS scan (``y9core.post.triton_nms``) run on the CPU by Triton's interpreter
 (TRITON_INTERPRET=1: the same kernel source, executed with numpy semantics), against a slow greedy reference
 written here and against the host ``postprocess``.
 
@@ -21,8 +21,8 @@ pytest.importorskip(
 )
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
-from y9deploy.post import triton_nms as nms_triton  # noqa: E402
-from y9deploy.post.torch_batched import batched_postprocess_torch  # noqa: E402
+from y9core.post import triton_nms as nms_triton  # noqa: E402
+from y9core.post.torch_batched import batched_postprocess_torch  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
 
 
@@ -90,8 +90,8 @@ def test_iou_bits_equal_overlaps(k):
     itself equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
     buffer pre-filled with junk: the words left unwritten must not matter) equals the greedy reference."""
     from tests.deploy.test_nms import random_boxes
-    from y9deploy.nms import threshold_below
-    from y9deploy.post.torch_batched import box_iou_torch
+    from y9core.post.nms import threshold_below
+    from y9core.post.torch_batched import box_iou_torch
 
     rng = np.random.default_rng(k)
     boxes = np.stack([random_boxes(rng, k, clusters=max(1, k // 20))[0] for _ in range(3)])

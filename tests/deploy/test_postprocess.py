@@ -11,9 +11,10 @@ import pytest
 
 from tests.conftest import REPO, shared_path
 from tests.deploy.test_nms import ref_nms
+from y9core.letterbox import letterbox_info, scale_boxes
 from y9deploy.detections import Detections
-from y9deploy.postprocess import postprocess, to_detections
-from y9deploy.preprocess import letterbox_info, scale_boxes
+from y9deploy.post.host import to_detections
+from y9deploy.postprocess import postprocess
 
 F32 = np.float32
 
@@ -171,8 +172,8 @@ def test_to_detections_scales_back_to_the_frame():
 def test_host_modules_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import y9deploy.preprocess, y9deploy.nms, y9deploy.postprocess, y9deploy.detections, y9deploy.draw\n"
-        "import y9deploy.pre.torch_letterbox, y9deploy.post.torch_batched, y9deploy.post.graph\n"
+        "import y9deploy.preprocess, y9core.post.nms, y9deploy.postprocess, y9deploy.detections, y9deploy.draw\n"
+        "import y9deploy.pre.torch_letterbox, y9core.post.torch_batched, y9deploy.post.graph\n"
         "import numpy as np\n"
         "out = y9deploy.postprocess.postprocess(np.zeros((1, 6, 8), np.float32))\n"
         "assert out[0].shape == (0, 6)\n"
@@ -186,8 +187,8 @@ def test_host_modules_import_without_torch():
 def test_batch_to_detections_equals_per_frame():
     """The vectorised batch conversion (GPU path) equals to_detections of each frame bit for bit, for frames
     of different sizes (different scales and paddings), with and without clipping, and frames without rows."""
-    from y9deploy.postprocess import batch_to_detections, to_detections
-    from y9deploy.preprocess import letterbox_info
+    from y9core.letterbox import letterbox_info
+    from y9deploy.post.host import batch_to_detections, to_detections
 
     rng = np.random.default_rng(5)
     shapes = [(1080, 1920), (480, 640), (333, 517), (640, 640), (720, 405)]

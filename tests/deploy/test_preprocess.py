@@ -11,15 +11,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_path
-from y9deploy.preprocess import (
-    LetterboxInfo,
-    check_frame,
-    letterbox,
-    letterbox_info,
-    prepare,
-    scale_boxes,
-    unletterbox,
-)
+from y9core.letterbox import LetterboxInfo, letterbox_info, scale_boxes, unletterbox
+from y9deploy.pre.host import check_frame, prepare
+from y9deploy.preprocess import letterbox
 
 SIZES = [(480, 640), (1080, 1920), (333, 517), (100, 90), (1500, 400), (640, 640), (7, 13)]
 

@@ -152,7 +152,7 @@ def test_verify_catches_an_fp16_only_failure(embedded_export, tmp_path):
     import onnxruntime as ort
 
     from tests.deploy.embedded import coco8_images
-    from y9deploy.preprocess import prepare
+    from y9deploy.pre.host import prepare
 
     src = embedded_export()
     fragile = _edited(src, tmp_path / "fragile.onnx", _fp16_overflow)

@@ -99,39 +99,3 @@ def test_an_undecided_comparison_says_what_deciding_would_take():
     assert noisy.runs_needed == stats.runs_for_within(noisy.sd_a, noisy.sd_b, noisy.diff, 0.05) > 3
     decided = stats.compare([0.500, 0.501, 0.499, 0.500], [0.501, 0.500, 0.502, 0.500], within=0.01)
     assert decided.verdict == "within 0.01" and decided.runs_needed is None
-
-
-def _residuals(series):
-    """Oracle: numpy's least-squares line (polyfit, degree 1) subtracted."""
-    import numpy as np
-
-    x = np.arange(len(series), dtype=float)
-    return np.asarray(series) - np.polyval(np.polyfit(x, series, 1), x)
-
-
-def test_detrended_takes_off_the_least_squares_line():
-    import numpy as np
-
-    series = [0.29, 0.30, 0.38, 0.45, 0.47, 0.42, 0.42, 0.35, 0.42, 0.48, 0.51, 0.43, 0.58, 0.61, 0.51, 0.53]
-    assert np.allclose(stats.detrended(series), _residuals(series), atol=1e-12)
-    assert np.allclose(stats.detrended([0.1 + 0.02 * i for i in range(8)]), 0.0, atol=1e-12)
-
-
-def test_pair_correlation_sees_shared_swings_through_different_trends():
-    import numpy as np
-
-    swing = [0.05, -0.08, 0.02, 0.09, -0.04, -0.06, 0.03, 0.01, -0.02, 0.07]
-    rising = [0.3 + 0.02 * i + s for i, s in enumerate(swing)]
-    flat = [0.5 + s for s in swing]
-    mirrored = [0.4 + 0.01 * i - s for i, s in enumerate(swing)]
-    assert stats.pair_correlation([rising, flat]) == (pytest.approx(1.0), 1)
-    assert stats.pair_correlation([rising, flat], [mirrored]) == (pytest.approx(-1.0), 2)
-    rng = np.random.default_rng(3)
-    runs = rng.normal(0.45, 0.08, size=(5, 16)).tolist()
-    others = rng.normal(0.45, 0.08, size=(3, 16)).tolist()
-    within = [np.corrcoef(_residuals(a), _residuals(b))[0, 1] for a, b in itertools.combinations(runs, 2)]
-    across = [np.corrcoef(_residuals(a), _residuals(b))[0, 1] for a in runs for b in others]
-    assert stats.pair_correlation(runs) == (pytest.approx(np.mean(within), abs=1e-12), 10)
-    assert stats.pair_correlation(runs, others) == (pytest.approx(np.mean(across), abs=1e-12), 15)
-    with pytest.raises(ValueError, match="needs two runs in a group"):
-        stats.pair_correlation([flat])

@@ -8,7 +8,7 @@ import pytest
 
 import y9train.data.image_cache as cache_mod
 from tests.train.data_fixtures import COCO_36, COCO_42
-from y9deploy.preprocess import letterbox
+from y9core.letterbox import letterbox
 from y9train.data import SampleKey, YoloDataset
 from y9train.data.image_cache import ImageCache, read_resized, resized_hw
 

@@ -2,7 +2,7 @@
 
 With the official tau of 2000 the ramp ``decay * (1 - exp(-updates / tau))`` ends a 520-step run (DeepPCB split,
 40 epochs, batch 32) at a decay of 0.23: the "EMA" is the latest weights, and the per-epoch mAP swings with them
-(docs/training.md, "EMA"). The auto rule makes the final average span about the last 10% of any run's steps.
+(docs/training.md, "Reading the outputs"). The auto rule makes the final average span about the last 10% of any run's steps.
 """
 
 from __future__ import annotations

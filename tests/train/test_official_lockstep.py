@@ -1,6 +1,6 @@
 """`y9 train --hyp official` takes the official train_dual.py's first optimiser steps.
 
-tests/data/official_lockstep.json was written by ``benchmarks/official_lockstep.py official``: the untouched
+tests/data/official_lockstep.json was recorded from the untouched
 train_dual.py (WongKinYiu/yolov9 5b1ea9a, CPU, fp32) started from the shared official checkpoint
 ``real/yolov9-t-train-dual-final.pt`` on coco8's four training images (PNG copies padded to 640x480, augmentation off,
 batch 4, 160 px, 12 epochs); per batch its logged losses (5 significant digits) and, after each optimiser step, the
@@ -18,18 +18,19 @@ the first three between CPUs: the fixture was recorded on an AMD EPYC, where y9 
 changes still fails (on the Xeon; first failing batch): assigner=y9 (0), weight_decay=0.0006 (0), aux_weight=0.3
 (0), clip_grad=11 (0), warmup_momentum=0.937 (1), warmup_bias_lr=0.09 (1), lr0=0.011 (2: loss 2.6e-2, buffers
 0.17).
-``benchmarks/official_lockstep.py compare`` checks all seven steps teacher-forced (docs/benchmarks.md).
+The y9 side is ``tests/train/official_lockstep_run.py``; the study that recorded the fixture and also compared all
+seven steps teacher-forced is summarised in docs/training.md ("Parity with the official trainer").
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import shared_path
+from tests.train import official_lockstep_run as lockstep
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "official_lockstep.json"
@@ -38,28 +39,18 @@ FIXTURE = ROOT / "tests" / "data" / "official_lockstep.json"
 TOLERANCE = {0: (1.5e-4, 1e-3), 1: (1e-3, 8e-3), 2: (1.2e-2, 7e-2)}
 
 
-def _lockstep():
-    spec = importlib.util.spec_from_file_location(
-        "official_lockstep", ROOT / "benchmarks" / "official_lockstep.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    lockstep = _lockstep()
     tmp = tmp_path_factory.mktemp("lockstep")
     data = lockstep.build_data(shared_path("datasets", "coco8"), tmp / "data")
     checkpoint = shared_path("fixtures", "official", "real", "yolov9-t-train-dual-final.pt")
     ours = lockstep.free_running(data, tmp / "runs", checkpoint, iterations=len(TOLERANCE))
-    return ours, json.loads(FIXTURE.read_text())["iterations"], lockstep
+    return ours, json.loads(FIXTURE.read_text())["iterations"]
 
 
 @pytest.mark.parametrize("batch", sorted(TOLERANCE))
 def test_losses_and_momentum_buffers_match_train_dual(runs, batch):
-    ours, official, lockstep = runs
+    ours, official = runs
     loss_tol, buffer_tol = TOLERANCE[batch]
     mine, ref = ours[batch], official[batch]
     assert mine["iteration"] == ref["iteration"] == batch
@@ -73,7 +64,7 @@ def test_the_fixture_moves_more_than_the_tolerances(runs):
     """The comparison can fail: from batch to batch the official's losses and buffers change by several times the
     tolerances (batch 1: 160x the loss tolerance, 120x the buffers'; batch 2: 8x and 5.5x), so one step's worth of
     a wrong lr, momentum, clipping or decay does not pass for a right one."""
-    _, official, lockstep = runs
+    _, official = runs
     for batch in (1, 2):
         loss_tol, buffer_tol = TOLERANCE[batch]
         a, b = official[batch - 1], official[batch]
@@ -81,15 +72,11 @@ def test_the_fixture_moves_more_than_the_tolerances(runs):
         assert lockstep.max_relative(b["buffer_norms"], a["buffer_norms"]) > 5 * buffer_tol
 
 
-@pytest.mark.parametrize("epochs", [12, 30, 150])
-def test_step_batches_follow_train_dual(epochs):
-    """The benchmark's step schedule (one batch an epoch) is the official loop's, the slow reference of
-    tests/train/test_recipes.py; 12 epochs give the seven steps the fixture holds buffers for."""
+def test_the_fixture_steps_where_train_dual_steps():
+    """The recorded steps (one batch an epoch, 12 epochs) are the official loop's, the slow reference of
+    tests/train/test_recipes.py: seven steps, after batches 0, 1, 2, 3, 5, 7 and 9."""
     from tests.train.test_recipes import official_step_batches
 
-    lockstep = _lockstep()
-    expected = official_step_batches(1, epochs, lockstep.WARMUP, lockstep.NBS, lockstep.BATCH)
-    assert list(lockstep.step_batches(epochs)) == expected
-    if epochs == 12:
-        official = json.loads(FIXTURE.read_text())["iterations"]
-        assert [r["iteration"] for r in official if "buffer_norms" in r] == expected == [0, 1, 2, 3, 5, 7, 9]
+    official = json.loads(FIXTURE.read_text())["iterations"]
+    expected = official_step_batches(1, lockstep.EPOCHS, lockstep.WARMUP, lockstep.NBS, lockstep.BATCH)
+    assert [r["iteration"] for r in official if "buffer_norms" in r] == expected == [0, 1, 2, 3, 5, 7, 9]

@@ -85,7 +85,7 @@ def image_input(sources: list[Any], imgsz: tuple[int, int], batch: int) -> np.nd
 
     import cv2
 
-    from y9deploy.preprocess import letterbox
+    from y9core.letterbox import letterbox
 
     files: list[Path] = []
     for src in sources:

@@ -297,7 +297,7 @@ class _Session:
     def images(self, images: list[Path]) -> None:
         """Images ``batch`` at a time; an unreadable one is skipped."""
         from y9deploy.draw import draw_detections
-        from y9deploy.runtime.detector import read_image
+        from y9deploy.runtime.image_file import read_image
 
         for chunk in _chunks(images, self.batch):
             if self.stop.is_set():

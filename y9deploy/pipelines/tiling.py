@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from y9core.box_iou import box_area, box_iou
+from y9core.post.nms import batched_nms
 from y9deploy.detections import Detections
-from y9deploy.nms import batched_nms
 
 MERGES = ("nms", "nmm")
 
@@ -209,7 +209,7 @@ def predict_tiled(
         merge, iou, ios, agnostic, max_det: the merge (see ``merge_detections``).
         **overrides: per-call options for the Detector (``conf``, ``classes``, ...).
     """
-    from y9deploy.preprocess import check_frame
+    from y9deploy.pre.host import check_frame
 
     check_frame(frame)
     size = tile if tile is not None else tuple(detector.imgsz)

@@ -229,7 +229,7 @@ class FrameReader:
             self._box.close()
 
     def _read_folder(self, files: list[Path]) -> None:
-        from y9deploy.runtime.detector import read_image
+        from y9deploy.runtime.image_file import read_image
 
         for index in range(0, len(files), self.stride):
             t0 = time.perf_counter()

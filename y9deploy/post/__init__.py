@@ -1,12 +1,10 @@
-"""Post-processing: raw network outputs -> rows (x1, y1, x2, y2, score, class) -> Detections.
+"""The Detector's post-processing: backend outputs -> rows -> Detections.
 
-- ``host``: numpy decode + NMS (official semantics), end-to-end rows, rows -> Detections;
-- ``nms``: the host NMS and the numpy IoU;
-- ``torch_batched``: the batched torch decode + NMS (any device) and the torch IoU;
-- ``triton_nms``: the Triton kernels (packed IoU bits, greedy scan);
+- ``runner``: ``PostRunner``, the pipelines' post-processing by the implementation ``y9core.post.choice``
+  picks (the only caller of the implementations below and of ``y9core.post.rows``'s);
 - ``graph``: the batched decode + NMS replayed as CUDA graphs, with typed per-shape state;
-- ``choice``: ``choose_post``, the rule that picks the implementation, and the one fallback rule;
-- ``runner``: ``PostRunner``, the torch pipeline's post-processing by that choice.
+- ``host``: rows -> Detections in frame pixels, and the rows of an end-to-end model.
 
-Importing this package needs numpy only: torch and triton are imported by what needs them.
+The decode + NMS implementations shared with training's validation are in ``y9core.post``. Importing this
+package needs numpy only: torch and triton are imported by what needs them.
 """

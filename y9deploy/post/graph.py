@@ -1,7 +1,7 @@
 """Decode + NMS of a batch replayed as CUDA graphs: fixed shapes, no host sync inside, so the post stage of the
 GPU path costs two graph launches and two small downloads at any batch size (torch and triton imported lazily).
 
-The eager ``post.torch_batched.batched_postprocess_torch`` issues a few dozen small kernels per call, each with
+The eager ``y9core.post.torch_batched.batched_postprocess_torch`` issues a few dozen small kernels per call, each with
 Python and launch overhead (a fixed cost per call, docs/benchmarks.md). Here the same float32 operations are
 captured once per shape and replayed:
 
@@ -25,10 +25,11 @@ fits (exact, a little later). Two lanes of select/nms buffers alternate between 
 survives while the next one is enqueued: at most two submitted batches may be pending, and ``rows()`` of one
 must be called before a third is submitted (what ``Detector`` does).
 
-Same operations in the same order as ``post.host.postprocess`` (via ``post.torch_batched``): identical
+Same operations in the same order as ``y9core.post.decode.decode_nms`` (via ``y9core.post.torch_batched``): identical
 detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
 A batch whose largest count exceeds ``triton_nms.MAX_K``, or whose packed bits would exceed ``budget`` bytes,
-takes the eager ``batched_postprocess_torch`` (exact too: the fallback rule of ``post.choice``).
+takes the batched torch implementation through ``y9core.post.rows.postprocess`` (exact too: work beyond the
+limits, as ``y9core.post.choice`` says).
 
 Each graph has its own memory pool (no aliasing between the outputs of one graph and the scratch memory of
 another). One GraphPost per Detector, used from one thread (like ``Detector.predict``). Its state per shape is
@@ -43,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.post.host import MAX_NMS
-from y9deploy.post.nms import threshold_below
+from y9core.post.decode import MAX_NMS
+from y9core.post.nms import threshold_below
 
 MIN_K = 64  # smallest K of an nms graph
 BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph
@@ -199,7 +200,7 @@ class GraphPost:
         """Write conf/iou/classes/agnostic of ``opts`` (a PredictOptions) into the device buffers the graphs
         read (only when they changed)."""
         torch = self.torch
-        from y9deploy.post.torch_batched import class_thresholds
+        from y9core.post.torch_batched import class_thresholds
 
         thr, allowed = class_thresholds(opts.conf, opts.iou, opts.classes, self.nc)
         key = (thr.tobytes(), allowed.tobytes(), float(opts.iou), bool(opts.agnostic))
@@ -214,7 +215,7 @@ class GraphPost:
     # ---------------------------------------------------------------- the two steps
     def select_step(self, x: Any) -> Any:
         """x (Tensor[B, 4+nc, A], fp16/fp32) -> ``torch_batched.select_candidates`` under the buffers."""
-        from y9deploy.post.torch_batched import select_candidates
+        from y9core.post.torch_batched import select_candidates
 
         return select_candidates(x, self.thr, self.allowed, self.max_nms)
 
@@ -222,8 +223,8 @@ class GraphPost:
         """The first k candidates of each image -> out Tensor[B, max_det + 1, 6] f32 (kept rows by score; row
         max_det: the kept count in column 0)."""
         torch = self.torch
-        from y9deploy.post import triton_nms
-        from y9deploy.post.torch_batched import class_offsets_torch, sorted_boxes
+        from y9core.post import triton_nms
+        from y9core.post.torch_batched import class_offsets_torch, sorted_boxes
 
         b = x.shape[0]
         boxes, scores, clsf = sorted_boxes(x, sel, k)  # [B, K, 4], [B, K], [B, K]
@@ -317,18 +318,19 @@ class GraphPost:
 
     def run_nms(self, entry: SelectEntry, top: int, n: int, max_det: int) -> PendingRows:
         """Enqueue the nms step of ``entry`` with the K for ``top`` candidates, and the download; a K beyond
-        the kernels or the budget: the eager batched implementation (the fallback rule)."""
+        the kernels or the budget: the implementation the rule gives without graphs, for this work only
+        (``y9core.post.rows.postprocess``: the batched torch one)."""
         torch = self.torch
-        from y9deploy.post import triton_nms
+        from y9core.post import triton_nms
 
         b, _, a = entry.x.shape
         k = min(pick_k(top, self.min_k), int(a))  # never more than the anchors (counts <= A)
         if k > triton_nms.MAX_K or b * k * k // 8 > self.budget:
             self.stats.eager += 1
-            from y9deploy.post.torch_batched import batched_postprocess_torch
+            from y9core.post.rows import postprocess
 
             o = entry.opts
-            rows = batched_postprocess_torch(
+            rows = postprocess(
                 entry.x[:n], conf=o.conf, iou=o.iou, agnostic=o.agnostic, max_det=max_det,
                 classes=o.classes, max_nms=self.max_nms,
             )  # fmt: skip

@@ -1,25 +1,6 @@
-"""Host post-processing (numpy only): decode the raw head output + NMS, end-to-end rows, boxes back to frame
-pixels.
-
-``postprocess`` has the semantics of the official ``non_max_suppression``:
-1. candidates are anchors whose best class score is > conf;
-2. boxes (cx, cy, w, h) -> (x1, y1, x2, y2) in float32 (``cx - w / 2`` ...);
-3. multi_label: every (anchor, class) pair with score > conf, anchor-major then class order;
-   otherwise the best class of each anchor (the first one on equal scores);
-4. optional filter on class ids;
-5. candidates sorted by descending score (stable: equal scores keep the order of step 3) and capped at
-   ``max_nms`` (30000);
-6. greedy NMS per class by shifting boxes by ``class * 7680`` (no shift when agnostic), IoU > iou
-   suppresses, at most ``max_det`` kept;
-7. rows (x1, y1, x2, y2, score, class) in input pixels, float32, by descending score.
-
-On ties: the official code sorts with an unstable sort (PyTorch's CPU ``argsort(descending=True)`` does not
-keep the input order of equal scores for more than a few dozen elements), so the order among exactly equal
-scores there is an implementation detail; here it is defined (stable).
-
-Extension: ``conf`` may be an array of one threshold per class. A pair (anchor, class) passes when its
-score is > the threshold of its class; without multi_label an anchor keeps its best class only when that
-score passes that class's threshold.
+"""Post-processing on the host, the Detector's side: rows -> ``Detections`` in frame pixels, and the rows of an
+end-to-end model (its NMS inside). The decode + NMS implementations are in ``y9core.post`` (shared with training's
+validation), chosen by ``y9core.post.choice.choose_post``.
 """
 
 from __future__ import annotations
@@ -29,153 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from y9core.letterbox import LetterboxInfo, scale_boxes, unletterbox
+from y9core.letterbox import LetterboxInfo, scale_boxes
 from y9deploy.detections import Detections, Names, _check_names
-from y9deploy.post.nms import class_offsets, nms_sorted, order_by_score
-
-__all__ = [
-    "MAX_NMS",
-    "LetterboxInfo",
-    "batch_to_detections",
-    "decode",
-    "end2end_rows",
-    "host_rows",
-    "postprocess",
-    "scale_boxes",
-    "to_detections",
-    "unletterbox",
-]
-
-#: Most candidates passed to NMS (the official max_nms).
-MAX_NMS = 30000
-
-
-def check_thresholds(conf: float | Sequence[float] | np.ndarray, iou: float, nc: int) -> np.ndarray:
-    """conf -> float32 scalar array or ndarray[nc]; validate ranges."""
-    c = np.asarray(conf, dtype=np.float64)
-    if c.ndim == 1 and c.shape[0] != nc:
-        raise ValueError(f"conf has {c.shape[0]} per-class thresholds; expected one per class ({nc}).")
-    if c.ndim > 1:
-        raise ValueError(f"conf has shape {c.shape}; expected a number or one threshold per class ({nc},).")
-    if c.size == 0 or not np.all((c >= 0) & (c <= 1)):
-        raise ValueError(f"conf is {conf!r}; expected a confidence threshold (or thresholds) in [0, 1].")
-    if not 0 <= float(iou) <= 1:
-        raise ValueError(f"iou is {iou!r}; expected an IoU threshold in [0, 1].")
-    return c.astype(np.float32)
-
-
-def check_classes(classes: Sequence[int] | np.ndarray | None, nc: int) -> np.ndarray | None:
-    if classes is None:
-        return None
-    ids = np.asarray(classes).ravel()
-    if ids.size and (not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0 or ids.max() >= nc):
-        raise ValueError(f"classes is {classes!r}; expected class ids in [0, {nc - 1}] for this model.")
-    return ids.astype(np.int64)
-
-
-def decode(
-    p: np.ndarray,
-    conf: np.ndarray,
-    *,
-    multi_label: bool = False,
-    classes: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Candidates of one image before sorting (steps 1-4 of the module docstring).
-
-    Args:
-        p (ndarray[4+nc, A] float32): raw output of one image.
-        conf (float32 scalar array or ndarray[nc]): threshold(s).
-        multi_label: one candidate per (anchor, class) pair above the threshold.
-        classes (ndarray[K] int64 or None): keep only these class ids.
-    Returns:
-        ``(boxes ndarray[N, 4] float32 xyxy, scores ndarray[N] float32, cls ndarray[N] int64)`` in
-        candidate order (anchor-major, then class).
-    """
-    scores_all = p[4:]  # [nc, A]
-    nc = scores_all.shape[0]
-    per_class = conf.ndim == 1
-    low = conf.min() if per_class else conf
-    best = scores_all.max(0) if nc > 1 else scores_all[0]
-    cand = np.flatnonzero(best > low)
-    if multi_label and nc > 1:
-        sub = scores_all[:, cand].T  # [n, nc]
-        i, j = np.nonzero(sub > conf)  # per_class: broadcast over the class axis
-        anchors, scores, cls = cand[i], sub[i, j], j.astype(np.int64)
-    else:
-        one = nc == 1
-        cls = np.zeros(len(cand), np.int64) if one else scores_all[:, cand].argmax(0).astype(np.int64)
-        scores = best[cand]
-        if per_class:
-            ok = scores > conf[cls]
-            cand, scores, cls = cand[ok], scores[ok], cls[ok]
-        anchors = cand
-    if classes is not None:
-        ok = np.isin(cls, classes)
-        anchors, scores, cls = anchors[ok], scores[ok], cls[ok]
-    xywh = p[:4, anchors]
-    half_w, half_h = xywh[2] / 2, xywh[3] / 2
-    boxes = np.empty((len(anchors), 4), np.float32)
-    boxes[:, 0] = xywh[0] - half_w
-    boxes[:, 1] = xywh[1] - half_h
-    boxes[:, 2] = xywh[0] + half_w
-    boxes[:, 3] = xywh[1] + half_h
-    return boxes, scores.astype(np.float32, copy=False), cls
-
-
-def postprocess(
-    pred: np.ndarray,
-    *,
-    conf: float | Sequence[float] | np.ndarray = 0.25,
-    iou: float = 0.45,
-    agnostic: bool = False,
-    multi_label: bool = False,
-    max_det: int = 300,
-    classes: Sequence[int] | None = None,
-    max_nms: int = MAX_NMS,
-) -> list[np.ndarray]:
-    """Raw head output -> detections per image (official non_max_suppression semantics, see module doc).
-
-    Args:
-        pred (ndarray[B, 4+nc, A]): (cx, cy, w, h) in input pixels then nc class scores, for A anchors;
-            float16/float64 are converted to float32 (the computation is float32).
-        conf: score threshold (strictly greater passes), or one threshold per class (ndarray[nc]).
-        iou: IoU threshold of the NMS (strictly greater suppresses).
-        agnostic: one NMS over all classes.
-        multi_label: keep every (anchor, class) pair above conf instead of the best class per anchor.
-        max_det: most detections per image.
-        classes: keep only these class ids.
-        max_nms: most candidates (by score) given to the NMS.
-    Returns:
-        list of B ndarray[N, 6] float32: rows (x1, y1, x2, y2, score, class) in input pixels, by
-        descending score.
-    """
-    if not isinstance(pred, np.ndarray):
-        raise TypeError(f"pred is a {type(pred).__name__}; expected a numpy.ndarray [B, 4+nc, A].")
-    if pred.ndim != 3 or pred.shape[1] < 5:
-        raise ValueError(f"pred has shape {pred.shape}; expected [B, 4+nc, A] with at least one class.")
-    if int(max_det) < 1:
-        raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
-    if pred.dtype != np.float32:
-        pred = pred.astype(np.float32)
-    nc = pred.shape[1] - 4
-    thr = check_thresholds(conf, iou, nc)
-    class_ids = check_classes(classes, nc)
-    out = []
-    for p in pred:
-        boxes, scores, cls = decode(p, thr, multi_label=multi_label, classes=class_ids)
-        if len(scores) == 0:
-            out.append(np.zeros((0, 6), np.float32))
-            continue
-        order = order_by_score(scores)[:max_nms]
-        boxes, scores, cls = boxes[order], scores[order], cls[order]
-        shifted = boxes if agnostic else boxes + class_offsets(boxes, cls)
-        keep = nms_sorted(shifted, iou, max_det)
-        rows = np.empty((len(keep), 6), np.float32)
-        rows[:, :4] = boxes[keep]
-        rows[:, 4] = scores[keep]
-        rows[:, 5] = cls[keep]
-        out.append(rows)
-    return out
 
 
 def to_detections(
@@ -253,17 +89,6 @@ def batch_to_detections(
         Detections._trusted(xyxy[i, : kept[i]], conf[i, : kept[i]], cls[i, : kept[i]], names)
         for i in range(b)
     ]
-
-
-def host_rows(outputs: dict[str, Any], n: int, opts: Any, *, end2end: bool) -> list[np.ndarray]:
-    """Backend outputs (numpy) of the first ``n`` images -> one (N, 6) float32 array per image, rows (x1, y1,
-    x2, y2, score, class) in network-input pixels, by descending score. ``opts``: a ``PredictOptions``."""
-    if end2end:
-        return end2end_rows(outputs, n, opts)
-    pred = np.asarray(outputs["output0"] if "output0" in outputs else next(iter(outputs.values())))[:n]
-    return postprocess(
-        pred, conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes
-    )
 
 
 def end2end_rows(outputs: dict[str, Any], n: int, opts: Any) -> list[np.ndarray]:

@@ -1,9 +1,13 @@
-"""``PostRunner``: the post-processing of the torch pipeline, by the implementation ``post.choice`` picked.
+"""``PostRunner``: the Detector's post-processing (both pipelines, and the Triton client), by the implementation
+``y9core.post.choice.choose_post`` picks for the facts the runner is given.
 
 ``submit`` starts post-processing a batch's backend outputs and returns a ``graph.PendingRows`` (the CUDA-graph
 implementation returns before the download completes; the others compute the rows at once);
-``detections`` turns it into one Detections per frame. A failing kernel, or work an implementation cannot
-take, goes down ``choice.FALLBACK`` (the fallback rule of ``post.choice``). torch is imported lazily.
+``detections`` turns it into one Detections per frame. The rule is asked again for every batch: a kernel that
+failed (and was recorded) is skipped from then on, and work the chosen implementation cannot take (numpy outputs,
+tensors on another device) gets the implementation the rule gives for that work. This module is the only caller of
+the implementations: ``graph.GraphPost``, ``host.end2end_rows`` and ``y9core.post.rows.rows_with``. torch is
+imported lazily.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.post.choice import PostImpl, record_failure, step_down
+from y9core.post.choice import PostImpl, choose_post, probe, record_failure
 from y9deploy.post.graph import PendingRows
 
 
@@ -25,29 +29,45 @@ class PostRunner:
     """Post-processing of batches from one pipeline.
 
     Args:
-        impl: the implementation to start with (``choice.choose_post``).
         nc: classes of the model.
         names: class names (for the Detections).
-        device: the torch device the outputs are on.
-        auto: ``impl`` was chosen automatically (a failing kernel then falls back instead of raising).
+        device: where the outputs are (a torch device for the torch pipeline, "cpu" for numpy outputs).
+        tensors: the outputs are torch tensors (the torch pipeline).
+        end2end: the model has its NMS inside.
+        option: the Detector's ``postprocess`` option: "auto", "gpu" or "cpu".
+        graphs: the CUDA-graph implementation: None (automatic; a failing kernel then falls back with a
+            warning), True to require it (on the CPU: its steps run eagerly), False never.
     """
 
-    def __init__(self, impl: PostImpl, *, nc: int, names: list[str], device: Any, auto: bool = True) -> None:
-        self.impl = PostImpl(impl)
-        self.nc, self.names, self.device, self.auto = int(nc), list(names), device, bool(auto)
-        self.graph: Any = None  # the GraphPost when impl is GRAPH
-        if self.impl is PostImpl.GRAPH:
-            from y9deploy.post.graph import GraphPost
-
-            cuda = getattr(device, "type", str(device)).startswith("cuda")
-            self.graph = GraphPost(self.nc, device, graphs=cuda)
+    def __init__(
+        self,
+        *,
+        nc: int,
+        names: list[str],
+        device: Any = "cpu",
+        tensors: bool = False,
+        end2end: bool = False,
+        option: str = "auto",
+        graphs: bool | None = None,
+    ) -> None:
+        self.nc, self.names, self.device = int(nc), list(names), device
+        where = str(device)
+        cuda = where.startswith("cuda")
+        self.facts: dict[str, Any] = dict(device=where, end2end=bool(end2end), option=option,
+                                          torch_tensors=bool(tensors), triton=cuda and probe().triton,
+                                          graphs=graphs)  # fmt: skip
+        self.auto = graphs is not True  # chosen automatically: a failing kernel falls back instead of raising
+        self.impl = choose_post(**self.facts)
+        self.graph: Any = None  # the GraphPost, once the rule gives GRAPH
 
     def close(self) -> None:
         if self.graph is not None:
             self.graph.close()
+            self.graph = None
 
     def submit(self, outputs: dict[str, Any], n: int, opts: Any) -> PendingRows:
         """Start post-processing the first ``n`` images of ``outputs`` under ``opts`` (a PredictOptions)."""
+        self.impl = choose_post(**self.facts)  # the implementation in use (a recorded failure is skipped)
         if self.impl is PostImpl.END2END:
             from y9deploy.post.host import end2end_rows
 
@@ -55,35 +75,35 @@ class PostRunner:
             return PendingRows(n, ready=end2end_rows(host, n, opts))
         pred = first_output(outputs)
         tensor = hasattr(pred, "cpu")
-        if self.impl is PostImpl.GRAPH and tensor and pred.device == self.device:
+        if tensor and pred.device == self.device:
+            work = self.facts
+        else:  # work this runner's choice cannot take: the rule's implementation for that work, this work only
+            where = str(pred.device) if tensor else "cpu"
+            work = {**self.facts, "device": where, "torch_tensors": tensor, "graphs": False,
+                    "triton": where.startswith("cuda") and probe().triton}  # fmt: skip
+        impl = choose_post(**work)
+        if impl is PostImpl.GRAPH:
             try:
-                return self.graph.submit(pred, n, opts)
+                return self._graph_post().submit(pred, n, opts)
             except Exception as exc:  # noqa: BLE001 - a kernel that cannot build here must not stop us
                 if not self.auto:
                     raise
-                self.impl = record_failure(PostImpl.GRAPH, exc)
-                self.graph.close()
-                self.graph = None
-        impl = self.impl if tensor else PostImpl.HOST  # numpy outputs: the host implementation takes them
-        if impl is PostImpl.GRAPH:  # a tensor on another device: the next one down, for this work only
-            impl = step_down(impl)
-        if impl is PostImpl.HOST:
-            from y9deploy.post.host import host_rows
+                record_failure(PostImpl.GRAPH, exc)
+                self.close()
+                self.impl = impl = choose_post(**work)
+        from y9core.post.rows import rows_with
 
-            return PendingRows(n, ready=host_rows({"output0": _host(pred, n)}, n, opts, end2end=False))
-        from y9deploy.post.torch_batched import batched_postprocess_torch
+        raw = pred[:n] if tensor else np.asarray(pred)[:n]
+        rows = rows_with(impl, raw, conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det,
+                         classes=opts.classes, fallback=self.auto)  # fmt: skip
+        return PendingRows(n, ready=rows)
 
-        scan = "triton" if impl is PostImpl.TORCH_TRITON else "fixed-point"
-        kw = dict(
-            conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes
-        )
-        try:
-            return PendingRows(n, ready=batched_postprocess_torch(pred[:n], scan=scan, **kw))
-        except Exception as exc:  # noqa: BLE001 - the Triton kernel failed here: the fixed point
-            if impl is not PostImpl.TORCH_TRITON or not self.auto:
-                raise
-            self.impl = record_failure(PostImpl.TORCH_TRITON, exc)
-            return PendingRows(n, ready=batched_postprocess_torch(pred[:n], scan="fixed-point", **kw))
+    def _graph_post(self) -> Any:
+        if self.graph is None:
+            from y9deploy.post.graph import GraphPost
+
+            self.graph = GraphPost(self.nc, self.device, graphs=self.facts["device"].startswith("cuda"))
+        return self.graph
 
     def detections(self, post: PendingRows, infos: list[Any]) -> list[Any]:
         """A submitted batch -> Detections per frame (one vectorised pass for a whole graph batch)."""

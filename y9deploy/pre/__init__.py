@@ -4,7 +4,7 @@
 - ``torch_letterbox``: the letterbox on torch tensors (the GPU path's "gpu" implementation);
 - ``device``: ``DevicePre``, the torch pipeline's pre-processing (hybrid, gpu, cpu);
 - ``spec``: ``LetterboxSpec``, a model's letterbox parameters, read once;
-- ``choice``: ``choose_pre``, the rule that picks the implementation.
+- ``impl``: ``PreImpl``, the implementations (``runtime.frame_pipeline.choose_pipeline`` picks one).
 
 The letterbox geometry is ``y9core.letterbox``'s. Importing this package needs numpy and OpenCV only.
 """

@@ -1,6 +1,6 @@
 """``DevicePre``: the pre-processing of the torch pipeline: frames -> the input blob on the device.
 
-Three implementations (``pre.choice.PreImpl``):
+Three implementations (``pre.impl.PreImpl``):
 
 - "hybrid": letterboxed on the host by a thread pool into a reused pinned uint8 buffer
   (``pre.host.letterbox_batch_u8``; OpenCV releases the GIL), uploaded (a 640x640 image is a fifth of the
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.pre.choice import PreImpl
+from y9deploy.pre.impl import PreImpl
 from y9deploy.pre.spec import LetterboxSpec
 
 

@@ -1,5 +1,6 @@
 """Inference backends (TensorRT, ONNX Runtime, PyTorch) behind one small protocol, the Detector, and the two
-pipelines it runs (``HostPipeline``, ``GpuPipeline``: the ``Pipeline`` protocol).
+pipelines it runs (``host_pipeline.HostPipeline``, ``gpu_pipeline.GpuPipeline``: the ``Pipeline`` protocol), which
+``frame_pipeline.build_pipeline`` builds by its rule.
 
 Importing this package needs numpy and OpenCV only: torch, onnxruntime, TensorRT and cuda-python are
 imported by the backend or pipeline that needs them, when it is created.
@@ -7,16 +8,12 @@ imported by the backend or pipeline that needs them, when it is created.
 
 from y9deploy.runtime.backend import Backend, ModelInfo
 from y9deploy.runtime.detector import Detector
-from y9deploy.runtime.gpu_pipeline import GpuPipeline
-from y9deploy.runtime.host_pipeline import HostPipeline
 from y9deploy.runtime.loading import backend_kind, open_backend
 from y9deploy.runtime.pipeline import Pipeline
 
 __all__ = [
     "Backend",
     "Detector",
-    "GpuPipeline",
-    "HostPipeline",
     "ModelInfo",
     "Pipeline",
     "backend_kind",

@@ -11,8 +11,9 @@ manifest, checkpoint). End-to-end models (NMS inside) run transparently.
 A Detector runs one pipeline (``pipeline``, the ``runtime.pipeline.Pipeline`` protocol): on a CUDA backend with
 torch installed the torch pipeline (``runtime.gpu_pipeline``: pre-processing, the network as a CUDA graph
 replay, decoding + NMS on the GPU; only the detections come back), else the host pipeline
-(``runtime.host_pipeline``). Which pre- and post-processing implementations run is decided by
-``pre.choice.choose_pre`` and ``post.choice.choose_post`` (one rule each); ``repr(det)`` names them.
+(``runtime.host_pipeline``). Which pipeline and pre-processing run is decided by
+``runtime.frame_pipeline.choose_pipeline``, which post-processing by ``y9core.post.choice.choose_post`` (one rule
+and one table each); ``repr(det)`` and ``det.choice()`` name them.
 
 Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs, so memory does
 not grow over long runs); another thread calling it while it is busy gets DetectorBusyError, never wrong
@@ -33,12 +34,10 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import Y9Error
-from y9deploy.post.choice import probe
-from y9deploy.post.host import host_rows, to_detections  # noqa: F401 - re-exported (serving imports them here)
-from y9deploy.pre.choice import PreImpl, choose_pre
-from y9deploy.pre.spec import LetterboxSpec
+from y9core.post.choice import probe
 from y9deploy.runtime.backend import batch_chunks
 from y9deploy.runtime.busy import BusyGuard
+from y9deploy.runtime.frame_pipeline import build_pipeline
 from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
 from y9deploy.runtime.loading import open_backend
 from y9deploy.runtime.options import PredictOptions, resolve_options
@@ -65,7 +64,7 @@ class Detector:
             letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
             CUDA everything runs on the host.
         postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu"
-            (the raw output downloaded, decode + NMS on the host). ``post.choice.choose_post`` picks the
+            (the raw output downloaded, decode + NMS on the host). ``y9core.post.choice.choose_post`` picks the
             implementation from these options, the device, the model and what imports here.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
     """
@@ -142,24 +141,12 @@ class Detector:
             nc=len(self.names),
             end2end=self.end2end,
         )
-        device = str(self.backend.device)
-        torch_cuda = device.startswith("cuda") and probe().torch_cuda
         try:
-            pre = choose_pre(device=device, option=preprocess, torch_cuda=torch_cuda)
+            self._pipeline = build_pipeline(
+                self.backend, self.info, preprocess=preprocess, postprocess=postprocess, stream=stream
+            )
         except ValueError as exc:
             raise ValueError(str(exc).replace("the backend", self.path.name, 1)) from None
-        if pre is PreImpl.HOST:
-            from y9deploy.runtime.host_pipeline import HostPipeline
-
-            self._pipeline = HostPipeline(
-                self.backend, LetterboxSpec.of(self.imgsz, self.info.letterbox), self.names
-            )
-        else:
-            from y9deploy.runtime.gpu_pipeline import GpuPipeline
-
-            self._pipeline = GpuPipeline(
-                self.backend, self.info, stream=stream, pre=pre.value, post=postprocess
-            )
 
     # ---------------------------------------------------------------- public API
     @property
@@ -178,7 +165,7 @@ class Detector:
         options); the previous pipeline is closed."""
         if not isinstance(new, Pipeline):
             raise TypeError(
-                f"pipeline is a {type(new).__name__}; expected an object with run, run_stream, close, pre, post "
+                f"pipeline is a {type(new).__name__}; expected an object with run, run_stream, close, kind, pre, post "
                 "and cuda (y9deploy.runtime.pipeline.Pipeline)."
             )
         with self._guard.enter("pipeline"):
@@ -187,9 +174,10 @@ class Detector:
                 old.close()
 
     def choice(self) -> dict[str, str]:
-        """The implementations in use: ``{"preprocess": ..., "postprocess": ...}`` (``pre.choice``,
-        ``post.choice``)."""
-        return {"preprocess": str(self._pipeline.pre), "postprocess": str(self._pipeline.post)}
+        """The implementations in use: ``{"pipeline": ..., "preprocess": ..., "postprocess": ...}``
+        (``runtime.frame_pipeline.choose_pipeline``, ``y9core.post.choice.choose_post``)."""
+        p = self._pipeline
+        return {"pipeline": str(p.kind), "preprocess": str(p.pre), "postprocess": str(p.post)}
 
     def __repr__(self) -> str:
         if self._pipeline is None:
@@ -197,8 +185,8 @@ class Detector:
         c = self.choice()
         return (
             f"Detector({str(self.path)!r}, backend={self.backend.name}, device={self.device}, imgsz={self.imgsz}, "
-            f"classes={len(self.names)}, end2end={self.end2end}, preprocess={c['preprocess']}, "
-            f"postprocess={c['postprocess']})"
+            f"classes={len(self.names)}, end2end={self.end2end}, pipeline={c['pipeline']}, "
+            f"preprocess={c['preprocess']}, postprocess={c['postprocess']})"
         )
 
     def predict(self, source: Any, *, timer: Any = None, **overrides: Any) -> Any:

@@ -3,9 +3,12 @@ upload and the download of the detections on the device, on one CUDA stream.
 
 1. pre-processing: ``pre.device.DevicePre`` ("hybrid", "gpu" or "cpu", see there);
 2. inference: ``backend.infer`` on the device tensor (a CUDA graph replay on the torch and TensorRT backends);
-3. post-processing: ``post.runner.PostRunner`` with the implementation ``post.choice.choose_post`` picks
-   (CUDA graphs, batched torch with the Triton or the fixed-point scan, the host, or end-to-end rows); the rows
-   are turned into Detections for the whole batch at once (``post.host.batch_to_detections``).
+3. post-processing: ``post.runner.PostRunner`` with the implementation ``y9core.post.choice.choose_post``
+   picks (CUDA graphs, batched torch with the Triton or the fixed-point scan, the host, or end-to-end rows); the
+   rows are turned into Detections for the whole batch at once (``post.host.batch_to_detections``).
+
+Built by ``runtime.frame_pipeline.build_pipeline`` (tests and benchmarks also build it with explicit options and
+hand it to ``Detector.pipeline``).
 
 ``run_stream`` (``Detector.predict_stream``) pipelines a sequence of batches through a
 ``runtime.gpu_stream.StreamRunner`` (``stream_runner``): the host letterbox and upload of the next batch run in
@@ -22,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.post.choice import choose_post, probe
-from y9deploy.pre.choice import PreImpl
+from y9deploy.pre.impl import PreImpl
 from y9deploy.pre.spec import LetterboxSpec
 from y9deploy.runtime.pipeline import INFER, NULL_TIMER, POST, PRE, Chunk
 
@@ -35,15 +37,16 @@ class GpuPipeline:
         backend: a backend whose ``infer`` takes torch tensors (CUDA ones on a CUDA device).
         info: the model's ModelInfo (letterbox settings, names).
         stream: the torch CUDA stream to run on (created when None).
-        pre: "hybrid" (default), "gpu" or "cpu" (``pre.choice``).
-        pre_on_gpu: the older switch: True means pre="gpu", False pre="cpu" (used when ``pre`` is None).
-        post: the Detector's ``postprocess`` option: "auto", "gpu" or "cpu" (``post.choice``).
+        pre: "hybrid" (default), "gpu" or "cpu" (``pre.impl.PreImpl``).
+        post: the Detector's ``postprocess`` option: "auto", "gpu" or "cpu" (``y9core.post.choice``).
         workers: threads of the host letterbox (default: up to 16, one per core).
         device: torch device (default: the backend's); tests pass "cpu" to run the same code on the CPU.
-        graph_post: the CUDA-graph post-processing: None (automatic: ``post.choice``; a failing kernel then
-            falls back with a warning), True to require it (on the CPU: its steps run eagerly, the tests with
+        graph_post: the CUDA-graph post-processing: None (automatic: ``y9core.post.choice``; a failing kernel
+            then falls back with a warning), True to require it (on the CPU: its steps run eagerly, the tests with
             Triton's interpreter), False never.
     """
+
+    kind = "torch"
 
     def __init__(
         self,
@@ -51,8 +54,7 @@ class GpuPipeline:
         info: Any,
         *,
         stream: Any = None,
-        pre: str | None = None,
-        pre_on_gpu: bool | None = None,
+        pre: str = "hybrid",
         post: str = "auto",
         workers: int | None = None,
         device: Any = None,
@@ -73,21 +75,16 @@ class GpuPipeline:
         self.cuda = self.device.type == "cuda"
         self.stream = (stream or torch.cuda.Stream(self.device)) if self.cuda else None
         self.dtype = torch.float16 if np.dtype(backend.input_dtype) == np.float16 else torch.float32
-        if pre is None:
-            pre = "hybrid" if pre_on_gpu is None else ("gpu" if pre_on_gpu else "cpu")
         if pre not in ("hybrid", "gpu", "cpu") or post not in ("auto", "cpu", "gpu"):
             raise ValueError(
                 f"pre={pre!r}, post={post!r}; expected pre hybrid|gpu|cpu and post auto|cpu|gpu."
             )
         self.pre = PreImpl(pre)
         self.post_option = post
-        impl = choose_post(
-            device=str(self.device), end2end=bool(backend.end2end), option=post, torch_tensors=True,
-            triton=self.cuda and probe().triton, graphs=graph_post,
-        )  # fmt: skip
         self.post_runner = PostRunner(
-            impl, nc=len(self.names), names=self.names, device=self.device, auto=graph_post is not True
-        )
+            nc=len(self.names), names=self.names, device=self.device, tensors=True, end2end=bool(backend.end2end),
+            option=post, graphs=graph_post,
+        )  # fmt: skip
         self.pre_stage = DevicePre(
             self.pre, self.spec, device=self.device, dtype=self.dtype,
             channels_last=bool(getattr(backend, "input_channels_last", False)), workers=workers,
@@ -98,7 +95,7 @@ class GpuPipeline:
 
     @property
     def post(self) -> Any:
-        """The post-processing implementation in use (``post.choice.PostImpl``)."""
+        """The post-processing implementation in use (``y9core.post.choice.PostImpl``)."""
         return self.post_runner.impl
 
     def on_stream(self) -> Any:

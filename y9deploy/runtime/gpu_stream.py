@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.pre.choice import PreImpl
+from y9deploy.pre.impl import PreImpl
 from y9deploy.runtime.pipeline import INFER, POST, PRE, Chunk
 
 

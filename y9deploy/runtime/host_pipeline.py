@@ -1,6 +1,6 @@
 """``HostPipeline``: the Detector's pipeline when the work stays on the host (numpy, OpenCV): the blob made by
-``pre.host.prepare``, the backend's numpy outputs post-processed by ``post.host`` (decode + NMS, or the rows
-of an end-to-end model)."""
+``pre.host.prepare``, the backend's numpy outputs post-processed on the host (``post.runner.PostRunner``: decode +
+NMS, or the rows of an end-to-end model). Built by ``runtime.frame_pipeline.build_pipeline``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from y9deploy.post.choice import PostImpl, choose_post
-from y9deploy.pre.choice import PreImpl
+from y9deploy.post.runner import PostRunner
+from y9deploy.pre.impl import PreImpl
 from y9deploy.pre.spec import LetterboxSpec
 from y9deploy.runtime.pipeline import INFER, NULL_TIMER, POST, PRE, Chunk
 
@@ -22,22 +22,32 @@ class HostPipeline:
         backend: the backend (its ``infer`` takes and returns numpy arrays).
         spec: the model's letterbox parameters.
         names: class names.
+        postprocess: the Detector's ``postprocess`` option (numpy outputs: the host implementation whatever it
+            says, or the end-to-end rows).
     """
 
+    kind = "host"
     pre = PreImpl.HOST
     cuda = False
 
-    def __init__(self, backend: Any, spec: LetterboxSpec, names: list[str]) -> None:
+    def __init__(
+        self, backend: Any, spec: LetterboxSpec, names: list[str], *, postprocess: str = "auto"
+    ) -> None:
         self.backend = backend
         self.spec = spec
         self.names = list(names)
-        self.post = choose_post(  # numpy outputs: HOST, or END2END
-            device=str(backend.device), end2end=bool(backend.end2end), torch_tensors=False, triton=False
-        )
+        self.post_runner = PostRunner(nc=len(self.names), names=self.names, end2end=bool(backend.end2end),
+                                      option=postprocess)  # fmt: skip
         self.blob: np.ndarray | None = None  # the reused input buffer
+
+    @property
+    def post(self) -> Any:
+        """The post-processing implementation in use (``y9core.post.choice.PostImpl``)."""
+        return self.post_runner.impl
 
     def close(self) -> None:
         self.blob = None
+        self.post_runner.close()
 
     def input_buffer(self, padded: int) -> np.ndarray:
         """The reused host input buffer [padded, 3, H, W] of the backend's dtype (grown, never shrunk)."""
@@ -48,7 +58,6 @@ class HostPipeline:
         return self.blob[:padded]
 
     def run(self, frames: list[np.ndarray], padded: int, opts: Any, timer: Any = NULL_TIMER) -> list[Any]:
-        from y9deploy.post.host import host_rows, to_detections
         from y9deploy.pre.host import prepare
 
         timer.mark("start")
@@ -64,8 +73,7 @@ class HostPipeline:
         timer.mark(PRE)
         outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
         timer.mark(INFER)
-        rows = host_rows(outputs, len(frames), opts, end2end=self.post is PostImpl.END2END)
-        dets = [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+        dets = self.post_runner.detections(self.post_runner.submit(outputs, len(frames), opts), infos)
         timer.mark(POST)
         return dets
 

@@ -1,8 +1,8 @@
 """The protocol the Detector's pipelines implement (``HostPipeline``, ``GpuPipeline``), and the stage timer.
 
 A pipeline runs a batch (``run``) or a stream of batches (``run_stream``) of checked frames through its
-backend and returns Detections; ``pre`` and ``post`` name the implementations it uses (``pre.choice``,
-``post.choice``). A stage timer is any object with ``mark(stage)``: the pipeline calls ``mark("start")``, then
+backend and returns Detections; ``kind``, ``pre`` and ``post`` name it and the implementations it uses
+(``runtime.frame_pipeline.choose_pipeline``, ``y9core.post.choice.choose_post``). A stage timer is any object with ``mark(stage)``: the pipeline calls ``mark("start")``, then
 ``mark("pre")``, ``mark("infer")`` and ``mark("post")`` at each stage's end (``y9deploy.stage_timer.StageTimer``
 records them; ``NULL_TIMER`` does nothing).
 """
@@ -36,12 +36,14 @@ class Pipeline(Protocol):
     """Frames -> Detections through one backend.
 
     Attributes:
-        pre: the pre-processing implementation (``pre.choice.PreImpl``).
-        post: the post-processing implementation in use (``post.choice.PostImpl``; it may step down the
-            fallback chain while running).
+        kind: the pipeline ("host", "torch": ``runtime.frame_pipeline.PipelineImpl``).
+        pre: the pre-processing implementation (``pre.impl.PreImpl``).
+        post: the post-processing implementation in use (``y9core.post.choice.PostImpl``; a kernel that fails
+            while running is skipped from then on).
         cuda: the stages run on a CUDA device (timers then record CUDA events).
     """
 
+    kind: str
     pre: Any
     post: Any
     cuda: bool

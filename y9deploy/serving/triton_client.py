@@ -4,8 +4,9 @@
     dets = det.predict(frame)                                  # y9's letterbox + decode + NMS around the server
 
 The model's description (class names, input size, letterbox) comes from the server: the ``y9_metadata``
-parameter that ``y9 triton`` writes into config.pbtxt. Pre-processing (``y9deploy.preprocess.prepare``) and
-decoding + NMS (``y9deploy.postprocess``) are the Detector's host path, so the detections are the same as a
+parameter that ``y9 triton`` writes into config.pbtxt. Pre-processing (``y9deploy.pre.host.prepare``) and
+post-processing (``y9deploy.post.runner.PostRunner``, by ``y9core.post.choice.choose_post``: the host
+implementation for the server's numpy outputs) are the Detector's host path, so the detections are the same as a
 ``Detector`` over the same model file. Needs ``tritonclient`` (``pip install "y9[serve]"``).
 """
 
@@ -189,13 +190,14 @@ class TritonDetector:
     def predict(self, source: Any, **overrides: Any) -> Any:
         """As ``Detector.predict``: a frame, a batch ndarray[B, H, W, 3], an image path or a list of them ->
         ``Detections`` (one frame or path) or ``list[Detections]``."""
-        from y9deploy.preprocess import prepare
-        from y9deploy.runtime.detector import host_rows, to_detections
+        from y9deploy.post.runner import PostRunner
+        from y9deploy.pre.host import prepare
 
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=False)
         frames, single = _frames(source)
         lb = self.info.letterbox
         results: list[Any] = []
+        post = PostRunner(nc=len(self.names), names=self.names)  # numpy outputs: the host implementation
         for start, stop, padded in batch_chunks(len(frames), self.batch_range):
             chunk = frames[start:stop]
             blob = np.zeros((padded, 3, *self.imgsz), self.input_dtype)
@@ -203,8 +205,7 @@ class TritonDetector:
                                scaleup=bool(lb.get("scaleup", True)), stride=int(lb.get("stride", 32)),
                                color=lb.get("color", 114), out=blob[: len(chunk)])  # fmt: skip
             outputs = self.infer(blob)
-            rows = host_rows(outputs, len(chunk), opts, end2end=False)
-            results += [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
+            results += post.detections(post.submit(outputs, len(chunk), opts), infos)
         return results[0] if single else results
 
     def close(self) -> None:
@@ -223,8 +224,8 @@ def _frames(source: Any) -> tuple[list[np.ndarray], bool]:
     """source -> (frames, single), with the Detector's checks and messages."""
     from pathlib import Path
 
-    from y9deploy.preprocess import check_frame, check_frames
-    from y9deploy.runtime.detector import read_image
+    from y9deploy.pre.host import check_frame, check_frames
+    from y9deploy.runtime.image_file import read_image
 
     if isinstance(source, (str, Path)):
         return [read_image(source)], True

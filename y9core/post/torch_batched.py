@@ -16,15 +16,15 @@ A whole batch at once, with one download of the candidate counts and one of the 
    - ``scan="fixed-point"``: the fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t,
      i < j)`` (one sync every ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes);
    buckets whose ``[b, k, k]`` matrices would not fit ``budget`` elements go in groups, and an image whose
-   own ``k * k`` exceeds ``budget`` goes to the host implementation (``post.host.postprocess``: the fallback
-   rule of ``post.choice``);
+   own ``k * k`` exceeds ``budget`` goes to the host implementation (``post.decode.decode_nms``: work beyond
+   the limits, as ``post.choice`` says);
 5. ONE download of the rows of every bucket (boxes, score, class, keep flag).
 
-It computes the same float32 operations in the same order as ``post.host.postprocess`` (candidates, stable
+It computes the same float32 operations in the same order as ``post.decode.decode_nms`` (candidates, stable
 descending order, class offsets, IoU formula, threshold), so the detections are identical (tests compare
-them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter). ``scan="auto"`` takes
-``post.choice.choose_scan``; a Triton kernel that fails then is recorded by ``post.choice.record_failure``
-and the fixed point is used from then on.
+them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter). The scan is the caller's
+(``post.rows``: the implementation ``post.choice.choose_post`` picked); with ``fallback`` a Triton kernel that
+fails is recorded by ``post.choice.record_failure`` and the fixed point finishes the call.
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from typing import Any
 import numpy as np
 
 from y9core.box_iou_torch import box_iou_matrix_torch as box_iou_torch
-from y9deploy.post.choice import PostImpl, choose_scan, record_failure
-from y9deploy.post.host import MAX_NMS, check_classes, check_thresholds, postprocess
-from y9deploy.post.nms import MAX_WH, threshold_below
+from y9core.post.choice import PostImpl, record_failure
+from y9core.post.decode import MAX_NMS, check_classes, check_thresholds, decode_nms
+from y9core.post.nms import MAX_WH, threshold_below
 
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks
 MIN_BUCKET = 32  # smallest bucket of candidate counts
-SCANS = ("auto", "triton", "fixed-point")
+SCANS = ("triton", "fixed-point")
 
 
 @dataclass
@@ -62,15 +62,13 @@ class Candidates:
     order: Any
 
 
-def _pick_scan(scan: str, pred: Any) -> str:
-    """The scan to use for pred's device: "triton" or "fixed-point"."""
+def _check_scan(scan: str, pred: Any) -> str:
+    """``scan`` checked against pred's device: "triton" or "fixed-point"."""
     if scan not in SCANS:
         raise ValueError(f"scan={scan!r}; expected one of {', '.join(SCANS)}.")
-    if scan == "auto":
-        return choose_scan(bool(pred.is_cuda))
     if scan == "triton":
         try:
-            from y9deploy.post import triton_nms
+            from y9core.post import triton_nms
         except ImportError as exc:
             from y9core.errors import BackendUnavailableError
 
@@ -109,15 +107,16 @@ def batched_postprocess_torch(
     classes: Any = None,
     max_nms: int = MAX_NMS,
     budget: int = BUDGET,
-    scan: str = "auto",
+    scan: str = "fixed-point",
     min_bucket: int = MIN_BUCKET,
+    fallback: bool = False,
 ) -> list[np.ndarray]:
     """pred (Tensor[B, 4+nc, A], any device) -> list of B ndarray[N, 6] float32 rows (x1, y1, x2, y2, score,
-    class) in input pixels by descending score: the result of ``post.host.postprocess``.
+    class) in input pixels by descending score: the result of ``post.decode.decode_nms``.
 
-    ``scan``: "auto" (``post.choice.choose_scan``: the Triton kernel on CUDA tensors when triton imports, else
-    the fixed point), "triton"
-    (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the module docstring.
+    ``scan``: "triton" (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the
+    module docstring. ``fallback``: a Triton kernel that fails is recorded and the fixed point used (the
+    implementation was chosen automatically) instead of raising.
     ``min_bucket``: the smallest bucket; one at least the next power of two of every count (``1 << 15`` with
     the default ``max_nms``) puts all images in one bucket at the largest k (the behaviour before buckets)."""
     import torch
@@ -130,8 +129,7 @@ def batched_postprocess_torch(
         )
     if int(max_det) < 1:
         raise ValueError(f"max_det is {max_det!r}; expected a positive number of detections.")
-    auto = scan == "auto"
-    scan = _pick_scan(scan, pred)
+    scan = _check_scan(scan, pred)
     pred = pred.float()
     b, c, _ = pred.shape
     nc, dev = c - 4, pred.device
@@ -152,13 +150,13 @@ def batched_postprocess_torch(
         if k * k > budget:  # one image alone would not fit: the host implementation (the fallback rule)
             host = pred[members].cpu().numpy()
             kw = dict(agnostic=agnostic, max_det=max_det, classes=classes, max_nms=max_nms)
-            for i, rows in zip(members, postprocess(host, conf=conf, iou=iou, **kw)):
+            for i, rows in zip(members, decode_nms(host, conf=conf, iou=iou, **kw)):
                 out[i] = rows
             continue
         idx = torch.as_tensor(members, device=dev)
         bx, n = boxes[idx, :k], counts_t[idx]
         keep = _bucket_keep(bx, clsf[idx, :k], n, agnostic=agnostic, t=t, max_det=int(max_det),
-                            budget=budget, scan=scan, auto=auto)  # fmt: skip
+                            budget=budget, scan=scan, fallback=fallback)  # fmt: skip
         parts.append(
             (members, torch.cat([bx, scores[idx, :k, None], clsf[idx, :k, None], keep[..., None]], 2))
         )
@@ -246,7 +244,7 @@ def _bucket_keep(
     max_det: int,
     budget: int,
     scan: str,
-    auto: bool = False,
+    fallback: bool = False,
 ) -> Any:
     """One bucket: boxes Tensor[b, K, 4] sorted by score, clsf Tensor[b, K] classes (float), n Tensor[b]
     candidates per image (positions >= n are padding) -> keep Tensor[b, K] float (1.0 kept, 0.0 not)."""
@@ -261,7 +259,7 @@ def _bucket_keep(
     for s in range(0, b, group):
         part = shifted[s : s + group]
         over = box_iou_torch(part, part) > t
-        keep = _triton_keep(over, n[s : s + group], max_det, auto) if scan == "triton" else None
+        keep = _triton_keep(over, n[s : s + group], max_det, fallback) if scan == "triton" else None
         if keep is None:
             if upper is None:
                 upper = torch.ones((k, k), dtype=torch.bool, device=boxes.device).triu_(1)
@@ -272,17 +270,17 @@ def _bucket_keep(
     return keep.float()
 
 
-def _triton_keep(over: Any, n: Any, max_det: int, auto: bool) -> Any:
-    """The Triton scan of one group (Tensor[b, K] bool), or None when K is above its limit or, chosen
-    automatically, the kernel fails here (the fallback rule: recorded once, the fixed point from then on)."""
-    from y9deploy.post import triton_nms
+def _triton_keep(over: Any, n: Any, max_det: int, fallback: bool) -> Any:
+    """The Triton scan of one group (Tensor[b, K] bool), or None when K is above its limit or, with
+    ``fallback``, the kernel fails here (recorded once: ``choose_post`` skips it from then on)."""
+    from y9core.post import triton_nms
 
     if over.shape[1] > triton_nms.MAX_K:
         return None
     try:
         return triton_nms.greedy_keep(over, n, max_det)
     except Exception as exc:  # noqa: BLE001 - a kernel that cannot build here must not stop the Detector
-        if not auto:
+        if not fallback:
             raise
         record_failure(PostImpl.TORCH_TRITON, exc)
         return None

@@ -3,8 +3,8 @@
 Greedy NMS with the official semantics: boxes are visited by descending score (equal scores keep their
 input order: a stable sort), a box is kept unless a box kept before it overlaps it with IoU strictly greater
 than the threshold. IoU is computed in float32 with the formula of the reference CPU kernel
-(``inter / (area_i + area_j - inter)``), so results agree bit for bit with it: ``box_iou`` here is
-``y9core.box_iou.box_iou_matrix``, the one numpy IoU (re-exported, with ``box_area``, as public names).
+(``inter / (area_i + area_j - inter)``), so results agree bit for bit with it: ``y9core.box_iou.box_iou_matrix``,
+the one numpy IoU.
 
 The greedy pass is vectorised: candidates are taken in blocks of ``BLOCK`` boxes; a block is first cleared
 against the boxes already kept, then its own greedy order is resolved as the fixed point of
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from y9core.box_iou import box_area
-from y9core.box_iou import box_iou_matrix as box_iou
+from y9core.box_iou import box_iou_matrix
 
 __all__ = [
     "BLOCK",
     "MAX_WH",
     "batched_nms",
-    "box_area",
-    "box_iou",
     "class_offsets",
     "nms",
     "nms_sorted",
@@ -95,10 +92,10 @@ def nms_sorted(boxes: np.ndarray, iou_thres: float, max_det: int | None = None) 
         if total >= limit:
             break
         blk = boxes[start : start + BLOCK]
-        alive = ~(box_iou(kept_boxes, blk) > thr).any(0) if total else np.ones(len(blk), bool)
+        alive = ~(box_iou_matrix(kept_boxes, blk) > thr).any(0) if total else np.ones(len(blk), bool)
         if not alive.any():
             continue
-        over = np.triu(box_iou(blk, blk) > thr, 1)
+        over = np.triu(box_iou_matrix(blk, blk) > thr, 1)
         keep = np.flatnonzero(_resolve_block(over, alive))[: limit - total]
         kept.append(keep + start)
         kept_boxes = np.concatenate([kept_boxes, blk[keep]]) if total else blk[keep]
