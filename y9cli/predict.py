@@ -6,12 +6,15 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, input_paths, run_folder, writing
+from y9core.wording import plural
 
 
 class Merge(str, Enum):
@@ -25,7 +28,7 @@ class Policy(str, Enum):
 
 
 @contextmanager
-def _graceful_sigint(stop: threading.Event, say):
+def _graceful_stop(stop: threading.Event, say):
     """First Ctrl-C: finish the current frame and stop (results kept); a second one aborts at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -75,14 +78,16 @@ def register(app: typer.Typer) -> None:
                 "--class-conf person=0.5 --class-conf 2=0.3; other classes keep --conf.",
             ),
         ] = None,  # fmt: skip
+        project: ProjectOption = None,
+        name: NameOption = None,
+        exist_ok: ExistOkOption = False,
+        no_save: Annotated[
+            bool, typer.Option("--no-save", help="Write no files (with --stdout: JSON lines on stdout only).")
+        ] = False,
         save_dir: Annotated[
             Path | None,
-            typer.Option(
-                "--save-dir",
-                help="Write predictions.jsonl/.csv (flushed per frame), predictions.json and "
-                "annotated copies here; refused if it is or is inside the source folder.",
-            ),
-        ] = None,  # fmt: skip
+            typer.Option("--save-dir", hidden=True, help="Deprecated: --project DIR --name NAME."),
+        ] = None,
         device: Annotated[
             str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: best).")
         ] = None,
@@ -155,81 +160,108 @@ def register(app: typer.Typer) -> None:
         2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
         """
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from y9deploy.pipelines.batch_predict import predict_source
-        from y9deploy.pipelines.class_options import parse_class_conf
-        from y9deploy.pipelines.tiling import TileOptions
         from y9deploy.pipelines.video import ReconnectPolicy
 
         if model is None:
             from y9deploy.default_model import default_model_path
 
             model = default_model_path()
-        tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
-        per_class = parse_class_conf(class_conf or [])
-        tiling = TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou) \
-            if tile is not None else None  # fmt: skip
+        filters = _filters(classes, class_conf)
+        tiling = _tiling(tile, overlap, full_frame, merge, merge_iou)
+        run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok,
+                                              legacy=save_dir, inputs=input_paths(source))  # fmt: skip
         console = Console(stderr=True)
         stop = threading.Event()
-        echo = (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo
+        bar = _LazyBar(console)
         with (
-            _graceful_sigint(stop, lambda m: console.print(f"[yellow]{m}")),
-            Progress(
-                TextColumn("[bold]predict"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=console,
-                transient=False,
-            ) as bar,
+            writing(run, reuse=REUSE) if run is not None else nullcontext(),
+            _graceful_stop(stop, lambda m: console.print(f"[yellow]{m}")),
+            bar,
         ):
-            task = bar.add_task("", total=None)
             summary = predict_source(
-                source,
-                model,
-                save_dir=save_dir,
-                conf=conf,
-                iou=iou,
-                max_det=max_det,
-                classes=tokens,
-                class_conf=per_class,
-                device=device,
-                imgsz=imgsz,
-                vid_stride=vid_stride,
-                save_images=not no_images,
-                batch=batch,
-                tile=tiling,
+                source, model, save_dir=run.path if run is not None else None, append=bool(run and run.earlier),
+                conf=conf, iou=iou, max_det=max_det, device=device, imgsz=imgsz, vid_stride=vid_stride,
+                save_images=not no_images, batch=batch, tile=tiling,
                 policy=policy.value if policy is not None else None,
-                reconnect=ReconnectPolicy(attempts=reconnect_attempts),
-                max_frames=max_frames,
-                final_json=final_json,
-                jsonl_stream=sys.stdout if stdout else None,
-                stop=stop,
-                on_start=lambda total: bar.update(task, total=total),
-                on_frame=lambda name, n: bar.update(
-                    task, advance=1, description=f"{Path(name).name}: {n} objects"
-                ),
+                reconnect=ReconnectPolicy(attempts=reconnect_attempts), max_frames=max_frames,
+                final_json=final_json, jsonl_stream=sys.stdout if stdout else None, stop=stop,
+                on_start=bar.start, on_frame=bar.advance,
                 on_warning=lambda msg: console.print(f"warning: {msg}", style="yellow", markup=False),
-            )
-        fps = summary.frames / summary.seconds if summary.seconds > 0 else 0.0
-        extra = "".join([f", {len(summary.skipped)} skipped" if summary.skipped else "",
-                         f", {summary.dropped} dropped (latest policy)" if summary.dropped else "",
-                         f", {summary.reconnects} reconnects" if summary.reconnects else ""])  # fmt: skip
-        echo(
-            f"{summary.frames} frames ({summary.images} images, {summary.videos} videos), "
-            f"{summary.detections} detections, {fps:.1f} frames/s{extra}"
-        )
-        for path, reason in summary.skipped:
-            echo(f"skipped {path}: {reason}")
-        if summary.interrupted:
-            echo("interrupted: the results of the frames done so far are saved")
-        if summary.save_dir is not None:
-            echo(
-                f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
-                f"{', predictions.json' if summary.json_path else ''}"
-                f"{', annotated outputs' if summary.outputs else ''})"
-            )
+                **filters,
+            )  # fmt: skip
+        _report(summary, (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo)
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
+
+
+REUSE = "predictions.jsonl and .csv are appended to, predictions.json is rebuilt from all their lines, annotated copies get new names"
+
+
+def _filters(classes: str | None, class_conf: list[str] | None) -> dict:
+    """``--classes`` and ``--class-conf`` as ``predict_source`` arguments."""
+    from y9deploy.pipelines.class_options import parse_class_conf
+
+    tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
+    return {"classes": tokens, "class_conf": parse_class_conf(class_conf or [])}
+
+
+def _tiling(tile: int | None, overlap: float, full_frame: bool, merge: Merge, merge_iou: float):
+    """The ``TileOptions`` of ``--tile`` and its companions (None: whole frames)."""
+    if tile is None:
+        return None
+    from y9deploy.pipelines.tiling import TileOptions
+
+    return TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou)
+
+
+class _LazyBar:
+    """The progress bar, drawn from the first frame on: nothing is drawn before the source and model are checked
+    (an error is then one line, with no bar above it)."""
+
+    def __init__(self, console) -> None:
+        self.console = console
+        self.progress = None
+        self.task = None
+
+    def start(self, total: int | None) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("[bold]predict"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), console=self.console, transient=False)  # fmt: skip
+        self.progress.start()
+        self.task = self.progress.add_task("", total=total)
+
+    def advance(self, name: str, n: int) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}")
+
+    def __enter__(self) -> _LazyBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _report(summary, echo) -> None:
+    """The summary lines of a finished (or stopped) run."""
+    fps = summary.frames / summary.seconds if summary.seconds > 0 else 0.0
+    extra = "".join([f", {len(summary.skipped)} skipped" if summary.skipped else "",
+                     f", {summary.dropped} dropped (latest policy)" if summary.dropped else "",
+                     f", {plural(summary.reconnects, 'reconnect')}" if summary.reconnects else ""])  # fmt: skip
+    echo(
+        f"{plural(summary.frames, 'frame')} ({plural(summary.images, 'image')}, {plural(summary.videos, 'video')}), "
+        f"{plural(summary.detections, 'detection')}, {fps:.1f} frames/s{extra}"
+    )
+    for path, reason in summary.skipped:
+        echo(f"skipped {path}: {reason}")
+    if summary.save_dir is not None:
+        echo(
+            f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
+            f"{', predictions.json' if summary.json_path else ''}"
+            f"{', annotated outputs' if summary.outputs else ''})"
+        )
+    if summary.interrupted:
+        echo("interrupted: the results of the frames done so far are saved")

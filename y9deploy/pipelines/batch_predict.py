@@ -114,7 +114,7 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
 def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
     stem, suffix = Path(name).stem, Path(name).suffix
     candidate, k = name, 1
-    while candidate in used or (save_dir / candidate).resolve() in inputs:
+    while candidate in used or (save_dir / candidate).resolve() in inputs or (save_dir / candidate).exists():
         candidate = f"{stem}_{k}{suffix}"
         k += 1
     used.add(candidate)
@@ -146,6 +146,7 @@ def predict_source(
     reconnect: ReconnectPolicy | None = None,
     max_frames: int | None = None,
     final_json: bool = True,
+    append: bool = False,
     jsonl_stream: IO[str] | None = None,
     stop: threading.Event | None = None,
     on_start: Callable[[int | None], None] | None = None,
@@ -167,6 +168,8 @@ def predict_source(
         policy, reconnect: the ``FrameReader`` policy and back-off for videos and streams.
         max_frames: stop each video or stream after this many frames.
         final_json: build ``predictions.json`` from the JSON lines at the end.
+        append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
+            rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
@@ -225,7 +228,7 @@ def predict_source(
 
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-        writer = ResultsWriter(out_dir, stream=jsonl_stream)
+        writer = ResultsWriter(out_dir, stream=jsonl_stream, append=append)
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
