@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from y9cli.interrupts import command_line, on_interrupt
 
 
 def register(app: typer.Typer) -> None:
@@ -48,13 +51,19 @@ def register(app: typer.Typer) -> None:
         max_det: Annotated[
             int, typer.Option("--max-det", help="end2end: detections per image (output size).")
         ] = 300,
+        exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace the ONNX file if it exists.")] = False,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
+        from y9core.run_dir import check_output_file
         from y9deploy.export.onnx_export import export_onnx_report
 
+        output = output if output is not None else source.with_suffix(".onnx")
+        check_output_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file")
+        on_interrupt(lambda: f"nothing was written ({output} is written whole or not at all)",
+                     lambda: f"to export again: {command_line(sys.argv[1:])}")  # fmt: skip
         result = export_onnx_report(
             source,
-            output if output is not None else source.with_suffix(".onnx"),
+            output,
             imgsz=imgsz,
             batch=batch,
             dynamic_batch=dynamic_batch,

@@ -16,6 +16,7 @@ torch's atexit handlers) end the process quietly with the command's exit status 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -105,10 +106,8 @@ def finished(code: int) -> None:
 
     def leave(signum: int, frame: object) -> None:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         os._exit(code)
 
     for s in SIGNALS:

@@ -28,7 +28,9 @@ from y9core.run_dir import LOCK_NAME, RunDir, RunLock, resolve_output_dir
 
 ProjectOption = Annotated[
     Path | None,
-    typer.Option("--project", help="Parent folder of the run folder (default: runs, or runs/train for training)."),
+    typer.Option(
+        "--project", help="Parent folder of the run folder (default: runs, or runs/train for training)."
+    ),
 ]
 NameOption = Annotated[
     str | None,
@@ -104,8 +106,8 @@ def _only_lock_left(folder: Path) -> bool:
 @contextmanager
 def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
     """Hold ``run``'s folder for this process (``RunLock``) while the command writes; print ``run.reuse_note``
-    (``reuse`` says what happens to the earlier files). A new numbered folder that ends up empty (the command failed
-    before writing anything) is removed, so that a failed run leaves nothing behind."""
+    (``reuse`` says what happens to the earlier files). A folder this run created that is still empty when the
+    command fails (before writing anything: a bad model, rules file or camera) is removed: nothing is left behind."""
     lock = RunLock(run.path, warn=lambda m: typer.secho(f"warning: {m}", err=True, fg=typer.colors.YELLOW))
     lock.acquire()
     try:
@@ -114,7 +116,7 @@ def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
         yield lock
     except BaseException:
         lock.release()
-        if run.numbered and _only_lock_left(run.path):
+        if run.created and _only_lock_left(run.path):
             run.path.rmdir()
         raise
     else:

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+
 
 class Amp(str, Enum):
     auto = "auto"
@@ -179,13 +181,23 @@ def val_command(
     device: Annotated[str | None, typer.Option("--device", help="cpu or a GPU index.")] = None,
     workers: Annotated[int, typer.Option("--workers")] = 8,
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
+    project: ProjectOption = None,
+    name: NameOption = None,
+    exist_ok: ExistOkOption = False,
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
     from y9deploy.validate_deployed import val_model
 
-    res = val_model(
-        data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
-    )
+    run = run_folder("val", project=project, name=name, exist_ok=exist_ok, inputs=[data, model])
+    with writing(run, reuse="files of the same name are replaced"):
+        res = val_model(
+            data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
+        )
+    _print_metrics(res)
+    typer.echo(f"results: {run.path}")
+
+
+def _print_metrics(res) -> None:
     m = res.metrics
     typer.echo(f"{res.images} images, {res.targets} boxes, {res.detections} detections, {res.seconds:.1f} s")
     typer.echo("class                n_gt     P     R  mAP50  mAP50-95")

@@ -73,7 +73,9 @@ def earlier_files(folder: str | os.PathLike) -> list[str]:
     root = Path(folder)
     if not root.is_dir():
         return []
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != LOCK_NAME)
+    return sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != LOCK_NAME
+    )
 
 
 def _listing(files: list[str]) -> str:
@@ -85,11 +87,13 @@ def _listing(files: list[str]) -> str:
 @dataclass(frozen=True)
 class RunDir:
     """A command's output folder: ``path``; ``numbered``: a new folder from ``next_run_dir``; ``earlier``: the files
-    an explicit folder held before this run (only with ``exist_ok``; relative paths)."""
+    an explicit folder held before this run (only with ``exist_ok``; relative paths); ``created``: this run created
+    the folder (a command that fails before writing anything removes it again)."""
 
     path: Path
     numbered: bool = False
     earlier: tuple[str, ...] = ()
+    created: bool = False
 
     def reuse_note(self, action: str) -> str | None:
         """The one line a command prints when it writes into a folder holding earlier results (None: it did not),
@@ -145,7 +149,7 @@ def resolve_output_dir(
         except OutputError:
             path.rmdir()
             raise
-        return RunDir(path, numbered=True)
+        return RunDir(path, numbered=True, created=True)
     path = Path(explicit)
     _refuse_inputs(path, inputs, "output folder")
     if path.exists() and not path.is_dir():
@@ -157,8 +161,9 @@ def resolve_output_dir(
             f"empty folder: leave {option} out for a new numbered folder, choose another, or add {EXIST_OK_FLAG} to "
             "write into it (nothing there is replaced silently)."
         )
+    created = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
-    return RunDir(path, numbered=False, earlier=tuple(earlier))
+    return RunDir(path, numbered=False, earlier=tuple(earlier), created=created)
 
 
 def check_output_file(

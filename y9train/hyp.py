@@ -177,7 +177,7 @@ class TrainConfig:
     device: str | None = None
     workers: int = 8
     project: str = "runs/train"
-    name: str = "exp"
+    name: str | None = None  # None: a new numbered folder project/exp, exp2 ... (y9core.run_dir)
     exist_ok: bool = False
     seed: int = 0
     cache: str | None = None
@@ -195,7 +195,7 @@ class TrainConfig:
     iou: float = 0.7
     max_det: int = 300
     save: bool = True
-    save_dir: str | None = None  # set by the trainer (project/name, made unique)
+    save_dir: str | None = None  # set by the trainer: the run folder it writes (history in a checkpoint, not a target)
     async_save: bool = True  # checkpoints written in a background thread while the next epoch trains
     log_interval: int = 20
     profile: bool = False

@@ -108,7 +108,7 @@ class Trainer:
             cpu_count,
             fp16_as_official,
             load_model_for_training,
-            make_run_dir,
+            open_run_dir,
             resolve_amp,
             resolve_device,
             seed_everything,
@@ -192,10 +192,8 @@ class Trainer:
 
         self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):
-            self.save_dir = (
-                Path(cfg.save_dir) if cfg.save_dir else make_run_dir(cfg.project, cfg.name, cfg.exist_ok)
-            )
-            (self.save_dir / "weights").mkdir(parents=True, exist_ok=True)
+            resumed = self._resume[0] if self._resume else None
+            self.save_dir, self.run_lock = open_run_dir(cfg, resumed, self.reporter.warn)
             self.config.save_dir = str(self.save_dir)
             self.steps_log = StepLog(self.save_dir / "steps.csv", fresh=self._resume is None)
         if self._resume:
@@ -218,7 +216,11 @@ class Trainer:
         """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt: pending
         checkpoint writes are waited for; a failed one raises its own error, or is reported when another error ends
         the run)."""
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:
+            self.release_run_dir()
+            raise
         cfg, stopped = self.config, False
         self._fire("on_train_start")
         try:
@@ -251,8 +253,15 @@ class Trainer:
                 self.algorithms_found.apply()
                 self.reporter.close()
                 plot_run(self.save_dir, bool(self.history), self.reporter)
+                self.release_run_dir()
         self._fire("on_train_end")
         return self.result(stopped)
+
+    def release_run_dir(self) -> None:
+        """Let another process write the run folder (the lock ``setup`` took); nothing when none was taken."""
+        lock = getattr(self, "run_lock", None)
+        if lock is not None:
+            lock.release()
 
     def result(self, stopped: bool = False) -> TrainResult:
         self.writer.wait()  # the files it names are complete
