@@ -85,7 +85,7 @@ def run(args: list[str]) -> int:
     from y9cli.failure import EXIT_ERROR, debug_requested, describe, describe_usage
     from y9core.errors import Y9Error
 
-    interrupts.install()
+    interrupts.install(args)
     command = get_command(app)
     try:
         with command.make_context("y9", list(args)) as ctx:
@@ -108,7 +108,7 @@ def run(args: list[str]) -> int:
         if debug_requested(args):
             raise
         signum = exc.signum if isinstance(exc, interrupts.Interrupted) else signal.SIGINT
-        typer.secho(f"error: {interrupts.interrupted_line(signum, args)}", fg=typer.colors.RED, err=True)
+        typer.secho(interrupts.interrupted_line(signum), fg=typer.colors.YELLOW, err=True)
         return interrupts.exit_code(signum)
 
 

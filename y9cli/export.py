@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from y9cli.interrupts import command_line, on_interrupt
+
+
+def _kept(output: Path, before: int | None) -> str:
+    """What an interrupted export kept: the ONNX file is written last, whole or not at all."""
+    if output.exists() and output.stat().st_mtime_ns != before:
+        return f"kept {output}, written whole (the export had finished)"
+    return f"nothing was written ({output} is written last, whole or not at all)"
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +65,8 @@ def register(app: typer.Typer) -> None:
 
         output = output if output is not None else source.with_suffix(".onnx")
         check_output_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file")
-        on_interrupt(lambda: f"nothing was written ({output} is written whole or not at all)",
-                     lambda: f"to export again: {command_line(sys.argv[1:])}")  # fmt: skip
+        before = output.stat().st_mtime_ns if output.exists() else None
+        on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
         result = export_onnx_report(
             source,
             output,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -56,7 +55,7 @@ def register(app: typer.Typer) -> None:
                          inputs=[source, model, rules])  # fmt: skip
         audit = f"{run.path / 'audit.csv'} and audit.jsonl"
         on_interrupt(lambda: f"kept the verdicts of the items done in {audit}",
-                     lambda: f"to inspect again: {command_line(sys.argv[1:])}")  # fmt: skip
+                     lambda: f"to inspect again: {command_line()}")  # fmt: skip
         with writing(run, reuse="audit.csv and audit.jsonl are appended to (each row names its run)"):
             summary = run_inspection(source, model, rules, audit_dir=run.path, device=device, iou=iou, on_item=show)
         typer.echo(

@@ -37,6 +37,7 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass
 class _Plan:
+    argv: tuple[str, ...] = ()
     kept: Callable[[], str] | None = None
     go_on: Callable[[], str] | None = None
 
@@ -53,10 +54,11 @@ def _raise(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def install() -> None:
-    """SIGINT and SIGTERM raise ``Interrupted`` in the main thread (no-op elsewhere); forget an earlier plan."""
+def install(argv: list[str]) -> None:
+    """For the command ``y9 ARGV``: SIGINT and SIGTERM raise ``Interrupted`` in the main thread (no-op elsewhere);
+    an earlier command's plan is forgotten."""
     global _plan
-    _plan = _Plan()
+    _plan = _Plan(argv=tuple(str(a) for a in argv))
     if not _main_thread():
         return
     for s in SIGNALS:
@@ -79,10 +81,10 @@ def signal_name(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
-def interrupted_line(signum: int, argv: list[str]) -> str:
-    """The one line printed when a signal stopped ``y9 ARGV``."""
+def interrupted_line(signum: int) -> str:
+    """The one line printed when a signal stopped the command."""
     kept = nothing = "nothing was written (y9 writes each output file whole or not at all)"
-    go_on = f"to repeat it: {command_line(argv)}"
+    go_on = f"to run it again: {command_line()}"
     try:
         if _plan.kept is not None:
             kept = _plan.kept() or nothing
@@ -93,9 +95,9 @@ def interrupted_line(signum: int, argv: list[str]) -> str:
     return f"interrupted ({signal_name(signum)}): {kept}; {go_on}."
 
 
-def command_line(argv: list[str]) -> str:
-    """``y9 ARGV`` as a shell would need it typed."""
-    return shlex.join(["y9", *argv])
+def command_line(argv: list[str] | None = None) -> str:
+    """``y9 ARGV`` as a shell would need it typed (default: the running command's)."""
+    return shlex.join(["y9", *(_plan.argv if argv is None else argv)])
 
 
 def finished(code: int) -> None:

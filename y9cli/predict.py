@@ -13,6 +13,15 @@ from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import (
+    SIGNALS,
+    Interrupted,
+    command_line,
+    exit_code,
+    interrupted_line,
+    on_interrupt,
+    signal_name,
+)
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, input_paths, run_folder, writing
 from y9core.wording import plural
 
@@ -28,24 +37,28 @@ class Policy(str, Enum):
 
 
 @contextmanager
-def _graceful_stop(stop: threading.Event, say):
-    """First Ctrl-C: finish the current frame and stop (results kept); a second one aborts at once."""
+def _graceful_stop(stop: threading.Event, say, stopped_by: list[int]):
+    """A first SIGINT (Ctrl-C) or SIGTERM: finish the current frame, write the results and the summary, stop
+    (``stopped_by`` records the signal); a second one stops at once (``Interrupted``: the files are closed and
+    predictions.json written all the same)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
         if stop.is_set():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
+            raise Interrupted(signum)
+        stopped_by.append(signum)
         stop.set()
-        say("stopping after the current frame (Ctrl-C again to abort); results so far are on disk")
+        say(f"stopping after the current frame ({signal_name(signum)} again to stop at once); the results so far "
+            "are on disk")  # fmt: skip
 
-    old = signal.signal(signal.SIGINT, handler)
+    old = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def register(app: typer.Typer) -> None:
@@ -173,11 +186,12 @@ def register(app: typer.Typer) -> None:
         run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok,
                                               legacy=save_dir, inputs=input_paths(source))  # fmt: skip
         console = Console(stderr=True)
-        stop = threading.Event()
+        stop, stopped_by = threading.Event(), []
         bar = _LazyBar(console)
+        on_interrupt(lambda: _kept(run, bar.frames), lambda: f"to predict again: {command_line()}")
         with (
             writing(run, reuse=REUSE) if run is not None else nullcontext(),
-            _graceful_stop(stop, lambda m: console.print(f"[yellow]{m}")),
+            _graceful_stop(stop, lambda m: console.print(f"[yellow]{m}"), stopped_by),
             bar,
         ):
             summary = predict_source(
@@ -192,8 +206,18 @@ def register(app: typer.Typer) -> None:
                 **filters,
             )  # fmt: skip
         _report(summary, (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo)
+        if stopped_by:
+            typer.secho(interrupted_line(stopped_by[0]), fg=typer.colors.YELLOW, err=True)
+            raise typer.Exit(exit_code(stopped_by[0]))
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
+
+
+def _kept(run, frames: int) -> str:
+    """What a stopped predict run kept."""
+    if run is None:
+        return f"nothing was saved (--no-save; {plural(frames, 'frame')} done)"
+    return f"kept {run.path} (predictions.jsonl, .csv and .json with the {plural(frames, 'frame')} done)"
 
 
 REUSE = "predictions.jsonl and .csv are appended to, predictions.json is rebuilt from all their lines, annotated copies get new names"
@@ -224,6 +248,7 @@ class _LazyBar:
         self.console = console
         self.progress = None
         self.task = None
+        self.frames = 0
 
     def start(self, total: int | None) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -234,8 +259,11 @@ class _LazyBar:
         self.task = self.progress.add_task("", total=total)
 
     def advance(self, name: str, n: int) -> None:
+        self.frames += 1
         if self.progress is not None:
-            self.progress.update(self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}")
+            self.progress.update(
+                self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}"
+            )
 
     def __enter__(self) -> _LazyBar:
         return self
@@ -263,5 +291,3 @@ def _report(summary, echo) -> None:
             f"{', predictions.json' if summary.json_path else ''}"
             f"{', annotated outputs' if summary.outputs else ''})"
         )
-    if summary.interrupted:
-        echo("interrupted: the results of the frames done so far are saved")

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import command_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 
 
@@ -154,9 +155,57 @@ def train_command(
     from y9train.train import train
     from y9train.train_args import summary, train_kwargs
 
-    result = train(**train_kwargs(**{**option_values(ctx), "device": device}))
+    progress = _Progress()
+    on_interrupt(progress.kept, progress.go_on)
+    callbacks = {"on_train_start": [progress.started]}
+    result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
         typer.echo(summary(result))
+
+
+class _Progress:
+    """Where a training run stands, for the line an interruption prints: its folder and the epochs whose
+    last.pt is written (a signal ends ``fit`` after it waited for the checkpoint write in flight)."""
+
+    def __init__(self) -> None:
+        self.trainer = None
+        self.resumed = False
+
+    def started(self, trainer) -> None:
+        self.trainer, self.resumed = trainer, trainer.start_epoch > 0
+
+    @property
+    def run(self) -> Path | None:
+        return self.trainer.save_dir if self.trainer is not None else None
+
+    @property
+    def saved(self) -> int:
+        """Epochs in last.pt: each history entry is recorded together with its checkpoint write, which ``fit``
+        waits for when a signal ends it."""
+        return len(self.trainer.history) if self.trainer is not None else 0
+
+    @property
+    def epochs(self) -> int:
+        return self.trainer.config.epochs if self.trainer is not None else 0
+
+    def kept(self) -> str:
+        if self.run is None:
+            return "nothing was written (the run had not started)"
+        if self.saved == 0:
+            return f"no epoch had finished, so {self.run} holds nothing to resume"
+        return (
+            f"kept {self.run / 'weights' / 'last.pt'} (epoch {self.saved} of {self.epochs}), best.pt and results.csv "
+            f"in {self.run}"
+        )
+
+    def go_on(self) -> str:
+        if self.resumed:  # the same resume again (with its own overrides, e.g. epochs=)
+            return f"to resume: {command_line()}"
+        if self.run is not None and self.saved > 0:
+            return f"to resume: {command_line(['train', '--resume', str(self.run)])}"
+        again = command_line()
+        named = "--name" in again.split() and "--exist-ok" not in again.split()
+        return f"to start again: {again}{' --exist-ok' if named else ''}"
 
 
 def val_command(

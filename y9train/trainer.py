@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from y9core.deferred_signals import deferred_signals
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
@@ -413,12 +414,13 @@ class Trainer:
         )
         if self.val_loader is None and self.config.val is False:
             improved = True  # no validation: the best weights are the latest
-        if improved:
-            self.best_fitness, self.best_epoch = fit, epoch
-        self.history.append(record)
-        self.reporter.epoch_end(record)
-        if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
-            self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))
+        with deferred_signals():  # a signal lands before or after both: history and last.pt never disagree
+            if improved:
+                self.best_fitness, self.best_epoch = fit, epoch
+            self.history.append(record)
+            if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
+                self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))
+        self.reporter.epoch_end(record)  # logged once its checkpoint is on its way (fit waits for it)
         patience = self.config.hyp.patience
         stop = bool(self.config.val and patience > 0 and epoch - self.best_epoch >= patience)
         return self.hooks.broadcast_stop(stop)
