@@ -121,16 +121,3 @@ def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
         raise
     else:
         lock.release()
-
-
-def input_paths(*values: str | Path | None) -> list[Path]:
-    """The local files and folders among a command's inputs (URLs, camera indices and None left out)."""
-    out = []
-    for v in values:
-        if v is None:
-            continue
-        text = str(v)
-        if "://" in text or text.isdigit():
-            continue
-        out.append(Path(text))
-    return out

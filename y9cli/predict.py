@@ -22,7 +22,7 @@ from y9cli.interrupts import (
     on_interrupt,
     signal_name,
 )
-from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, input_paths, run_folder, writing
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 from y9core.wording import plural
 
 
@@ -175,6 +175,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from y9deploy.pipelines.batch_predict import predict_source
+        from y9deploy.pipelines.sources import source_roots
         from y9deploy.pipelines.video import ReconnectPolicy
 
         if model is None:
@@ -184,7 +185,7 @@ def register(app: typer.Typer) -> None:
         filters = _filters(classes, class_conf)
         tiling = _tiling(tile, overlap, full_frame, merge, merge_iou)
         run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok,
-                                              legacy=save_dir, inputs=input_paths(source))  # fmt: skip
+                                              legacy=save_dir, inputs=source_roots(source))  # fmt: skip
         console = Console(stderr=True)
         stop, stopped_by = threading.Event(), []
         bar = _LazyBar(console)
@@ -248,22 +249,25 @@ class _LazyBar:
         self.console = console
         self.progress = None
         self.task = None
+        self.total: int | None = None
         self.frames = 0
 
     def start(self, total: int | None) -> None:
+        self.total = total  # drawn at the first frame: a camera or stream that cannot be opened draws nothing
+
+    def _draw(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(TextColumn("[bold]predict"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  TextColumn("{task.description}"), console=self.console, transient=False)  # fmt: skip
         self.progress.start()
-        self.task = self.progress.add_task("", total=total)
+        self.task = self.progress.add_task("", total=self.total)
 
     def advance(self, name: str, n: int) -> None:
         self.frames += 1
-        if self.progress is not None:
-            self.progress.update(
-                self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}"
-            )
+        if self.progress is None:
+            self._draw()
+        self.progress.update(self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}")
 
     def __enter__(self) -> _LazyBar:
         return self
