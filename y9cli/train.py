@@ -12,6 +12,7 @@ import typer
 
 from y9cli.interrupts import command_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9core.wording import plural
 
 
 class Amp(str, Enum):
@@ -248,7 +249,10 @@ def val_command(
 
 def _print_metrics(res) -> None:
     m = res.metrics
-    typer.echo(f"{res.images} images, {res.targets} boxes, {res.detections} detections, {res.seconds:.1f} s")
+    typer.echo(
+        f"{plural(res.images, 'image')}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "
+        f"{res.seconds:.1f} s"
+    )
     typer.echo("class                n_gt     P     R  mAP50  mAP50-95")
     typer.echo(
         f"{'all':<18} {res.targets:>6} {_pct(m['precision'])} {_pct(m['recall'])} {_pct(m['map50'])}    "

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 _IRREGULAR = {"batch": "batches", "box": "boxes", "class": "classes", "index": "indices"}
 
 
@@ -31,3 +34,16 @@ def change(points: float, unit: str = "point", *, digits: int = 2) -> str:
         return "no change"
     kind = "gain" if points > 0 else "drop"
     return f"a {kind} of {shown:.{digits}f} {unit if shown == 1 else plural_of(unit)}"
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean lr0 or lrf?)"`` for the choices close to ``word`` (difflib), ``""`` when none is."""
+    scored = []
+    for choice in set(choices):
+        m = difflib.SequenceMatcher(None, word, choice)
+        if m.real_quick_ratio() >= 0.6 and m.quick_ratio() >= 0.6 and (r := m.ratio()) >= 0.6:
+            scored.append((-r, choice))  # the closest first, ties in alphabetical order
+    close = [c for _, c in sorted(scored)[:3]]
+    if not close:
+        return ""
+    return f" (did you mean {', '.join(close[:-1]) + ' or ' if len(close) > 1 else ''}{close[-1]}?)"
