@@ -106,7 +106,9 @@ def train_command(
         Amp | None, typer.Option("--amp", help="Mixed precision (auto: bf16/fp16 on GPU, off on CPU).")
     ] = None,
     cache: Annotated[Cache | None, typer.Option("--cache", help="Image cache.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Random seed of the run (weights, augmentation, sampling; default 0).")
+    ] = None,
     grad_checkpointing: Annotated[
         bool, typer.Option("--grad-checkpointing", help="Re-compute activations in backward (less memory).")
     ] = False,
@@ -225,11 +227,11 @@ def val_command(
             "--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch")] = 32,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Images per batch.")] = 32,
     conf: Annotated[float, typer.Option("--conf", help="Score threshold.")] = 0.001,
     iou: Annotated[float, typer.Option("--iou", help="NMS IoU threshold.")] = 0.7,
     device: Annotated[str | None, typer.Option("--device", help="cpu or a GPU index.")] = None,
-    workers: Annotated[int, typer.Option("--workers")] = 8,
+    workers: Annotated[int, typer.Option("--workers", min=0, help="DataLoader worker processes.")] = 8,
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
     project: ProjectOption = None,
     name: NameOption = None,
