@@ -106,3 +106,29 @@ def test_engine_batch_range_message(lo, hi, text):
     with pytest.raises(ValueError) as info:
         select_input_shape(((lo, 3, 64, 64), (lo, 3, 64, 64), (hi, 3, 64, 64)), hi + 1, where="model.engine")
     assert f"model.engine accepts {text}(its profile), not {hi + 1}." == str(info.value)
+
+
+def test_doctor_reports_the_optional_parts_as_installed(capsys):
+    import json
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    assert run_y9(["doctor", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["triton"] == installed("triton")  # reported whether or not a GPU is here
+    assert report["tritonclient"] == installed("tritonclient")
+    rtx = installed("tensorrt_rtx") or installed("tensorrt-rtx")
+    assert (report["tensorrt_rtx"] is None) == (rtx is None)
+    if installed("onnxruntime") or installed("onnxruntime-gpu"):
+        import onnxruntime
+
+        assert report["onnxruntime_providers"] == onnxruntime.get_available_providers()
+    assert run_y9(["doctor"]) == 0
+    table = capsys.readouterr().out
+    for part in ("triton", "tritonclient", "TensorRT-RTX", "providers:"):
+        assert part in table
