@@ -168,7 +168,7 @@ def register(app: typer.Typer) -> None:
 
         1: finished, but unreadable inputs were skipped (each named in a warning and in predictions.json).
 
-        130: stopped by Ctrl-C; the results of the frames done are on disk.
+        130 / 143: stopped by Ctrl-C / SIGTERM; the results of the frames done are on disk.
 
         2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
         """

@@ -82,9 +82,21 @@ def train_command(
         str | None, typer.Option("--device", help="cpu or a GPU index (default: GPU 0 if any).")
     ] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="DataLoader worker processes.")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="Folder of runs.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Run folder name (made unique).")] = None,
-    exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Reuse project/name if it exists.")] = False,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Folder of runs (default runs/train).")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Run folder name under --project (default: a new numbered folder exp, exp2 ...); a named folder "
+            "that holds a run is refused unless --exist-ok.",
+        ),
+    ] = None,
+    exist_ok: Annotated[
+        bool,
+        typer.Option("--exist-ok", help="Train into a named run folder that holds a run (its files are replaced)."),
+    ] = False,
     resume: Annotated[
         bool,
         typer.Option(
