@@ -75,7 +75,10 @@ def register(app: typer.Typer) -> None:
         old = BenchmarkResult.load(compare_to) if compare_to is not None else None
         if json_out is not None:
             from y9core.atomic_write import ensure_writable
+            from y9core.run_dir import check_output_file
 
+            inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
+            check_output_file(json_out, inputs=inputs, exist_ok=True, what="--json file")  # never over an input
             ensure_writable(json_out)  # before the benchmark, not after it
         frames = None
         if source is not None:

@@ -230,7 +230,7 @@ class Trainer:
                 self._fire("on_epoch_start")
                 record = self.train_epoch(epoch)
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
-                check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name))
+                check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name or "the run"))
                 if self.val_loader is not None:
                     record.update(self._validate())
                 stopped = self._end_epoch(epoch, record)

@@ -95,3 +95,13 @@ def test_convert_into_a_folder_with_files_or_inside_its_source_is_refused(tmp_pa
     assert run_y9(["convert", "visdrone", src, tmp_path / "dst"]) == 2
     assert "(DST) already holds 1 file: data.yaml" in _one_error(capsys)
     assert not (src / "yolo").exists()
+
+
+def test_benchmark_json_over_the_baseline_it_compares_with_is_refused(tmp_path, capsys):
+    onnx_path = fixed_boxes_onnx(tmp_path / "m.onnx", [[10, 10, 4, 4]], ["a"])
+    fast = ["--iters", "1", "--warmup", "0", "--frame", "64x64"]
+    assert run_y9(["benchmark", onnx_path, *fast, "--json", tmp_path / "b.json"]) == 0
+    baseline = (tmp_path / "b.json").read_bytes()
+    capsys.readouterr()
+    assert run_y9(["benchmark", onnx_path, *fast, "--json", tmp_path / "b.json", "--compare", tmp_path / "b.json"]) == 2
+    assert "--json file" in _one_error(capsys) and (tmp_path / "b.json").read_bytes() == baseline
