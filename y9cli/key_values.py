@@ -39,10 +39,13 @@ def as_options(group, args: list[str]) -> list[str]:
     command = group.commands[name]
     options = {o.lstrip("-").replace("-", "_"): p for p in command.params for o in p.opts if o.startswith("--")}
     takes_key_values = any(p.param_type_name == "argument" and p.metavar == "KEY=VALUE" for p in command.params)
+    takes_value = {o for p in command.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+                   for o in p.opts}  # fmt: skip
     out, moved = list(args[: at + 1]), []
     for arg in args[at + 1 :]:
         match = _KEY_VALUE.match(arg)
-        if match is None or Path(arg).exists():  # a file whose name holds '=' stays a file
+        value_of_option = out[-1] in takes_value and len(out) > at + 1  # e.g. --class-conf person=0.5
+        if match is None or value_of_option or Path(arg).exists():  # a file whose name holds '=' stays a file
             out.append(arg)
             continue
         key, value = match.group(1).replace("-", "_"), match.group(2)

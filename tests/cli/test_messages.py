@@ -66,6 +66,17 @@ def test_key_value_arguments_name_options(tmp_path, capsys):
     assert f"checkpoint {tmp_path / 'none.pt'} does not exist" in _one_error(capsys)
 
 
+def test_an_option_value_that_looks_like_key_value_stays_the_value():
+    from y9cli.key_values import as_options
+
+    group = get_command(app)
+    args = ["predict", "photos/", "--class-conf", "person=0.5", "conf=0.3", "no_images=true", "json=false"]
+    assert as_options(group, args) == ["predict", "photos/", "--class-conf", "person=0.5", "--conf", "0.3",
+                                       "--no-images", "--no-json"]  # fmt: skip
+    assert as_options(group, ["export", "model=a.pt", "imgsz=64"]) == ["export", "--imgsz", "64", "a.pt"]
+    assert as_options(group, ["info", "x=1"]) == ["info", "x=1"]  # other commands: unchanged
+
+
 def test_train_with_key_values_runs(tmp_path, capsys):
     from tests.train.data_fixtures import coco_pair_dataset
 
