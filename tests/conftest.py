@@ -44,3 +44,14 @@ def _cache_dir_outside_shared(tmp_path_factory):
 def shared():
     """``shared("fixtures", "official", "official_nms.npz") -> Path`` (skip/fail rules above)."""
     return shared_path
+
+
+def run_y9(args: list[str]) -> int:
+    """``y9 ARGS`` in this process through the console entry point (``y9cli.app.main``); its exit status."""
+    from y9cli.app import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0

@@ -6,6 +6,7 @@ Command modules import heavy libraries (torch, onnx, tensorrt) inside their func
 
 from __future__ import annotations
 
+import signal
 import sys
 from importlib import import_module
 from typing import Annotated
@@ -54,24 +55,62 @@ _register_all()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the app. y9's own errors and every OSError print as one sentence on stderr
-    (exit code 2; Ctrl-C: 130), without a traceback unless ``--debug`` or ``Y9_DEBUG=1`` asks for it."""
-    from y9cli.failure import EXIT_ERROR, EXIT_INTERRUPTED, debug_requested, describe
-    from y9core.errors import Y9Error
+    """Console entry point: run the command and exit with its status (``sys.exit``).
+
+    Every error prints as one ``error: ...`` line on stderr (exit status 2), option errors included, without a
+    traceback unless ``--debug`` or ``Y9_DEBUG=1`` asks for it; SIGINT / SIGTERM print one line saying what was kept
+    and how to go on (exit status 130 / 143; ``y9cli.interrupts``). Called with ``argv`` (in-process), the signal
+    handlers it installs are put back afterwards."""
+    from y9cli import interrupts
 
     args = sys.argv[1:] if argv is None else list(argv)
+    saved = {s: signal.getsignal(s) for s in interrupts.SIGNALS} if argv is not None else None
     try:
-        app(args=args, prog_name="y9")
+        code = run(args)
+    finally:
+        if saved is not None:
+            for s, handler in saved.items():
+                if handler is not None:
+                    signal.signal(s, handler)
+    if saved is None:
+        interrupts.finished(code)
+    sys.exit(code)
+
+
+def run(args: list[str]) -> int:
+    """Run ``y9 ARGS``; the exit status (the command's own, 2 for an error, 128 + N for signal N)."""
+    from typer.main import get_command
+
+    from y9cli import interrupts
+    from y9cli.failure import EXIT_ERROR, debug_requested, describe, describe_usage
+    from y9cli.key_values import as_options
+    from y9core.errors import Y9Error
+
+    interrupts.install(args)
+    command = get_command(app)
+    try:
+        with command.make_context("y9", as_options(command, args)) as ctx:
+            command.invoke(ctx)
+        return 0
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # click's UsageError family: option errors, or a group called bare
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `y9` or `y9 data` alone: the help, as asked
+            typer.echo(exc.ctx.get_help())
+            return 0
+        typer.secho(f"error: {describe_usage(exc)}", fg=typer.colors.RED, err=True)
+        return getattr(exc, "exit_code", EXIT_ERROR)
     except (Y9Error, OSError, ValueError, TypeError) as exc:
         if debug_requested(args):
             raise
         typer.secho(f"error: {describe(exc)}", fg=typer.colors.RED, err=True)
-        sys.exit(EXIT_ERROR)
-    except KeyboardInterrupt:
+        return EXIT_ERROR
+    except (KeyboardInterrupt, typer.Abort) as exc:
         if debug_requested(args):
             raise
-        typer.secho("error: interrupted (Ctrl-C); nothing more was written.", fg=typer.colors.RED, err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        signum = exc.signum if isinstance(exc, interrupts.Interrupted) else signal.SIGINT
+        typer.secho(interrupts.interrupted_line(signum), fg=typer.colors.YELLOW, err=True)
+        return interrupts.exit_code(signum)
 
 
 if __name__ == "__main__":

@@ -75,11 +75,14 @@ def register(app: typer.Typer) -> None:
         old = BenchmarkResult.load(compare_to) if compare_to is not None else None
         if json_out is not None:
             from y9core.atomic_write import ensure_writable
+            from y9core.run_dir import check_output_file
 
+            inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
+            check_output_file(json_out, inputs=inputs, exist_ok=True, what="--json file")  # never over an input
             ensure_writable(json_out)  # before the benchmark, not after it
         frames = None
         if source is not None:
-            from y9deploy.runtime.detector import read_image
+            from y9deploy.runtime.image_file import read_image
 
             frames = [read_image(source)]
         console = Console()

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from y9cli.outputs import writing
+
 
 class CacheMode(str, Enum):
     ram = "ram"
@@ -109,11 +111,18 @@ def convert_visdrone_cmd(
     ],
     dst: Annotated[Path, typer.Argument(help="Output folder: images/<split>, labels/<split>, data.yaml.")],
     link: Annotated[LinkMode, typer.Option(help="How images reach DST.")] = LinkMode.hard,
+    exist_ok: Annotated[
+        bool,
+        typer.Option("--exist-ok", help="Write into a DST that holds files (files of the same name are replaced)."),
+    ] = False,
 ) -> None:
     """Convert VisDrone-DET annotations to YOLO labels (ignored regions and 'others' dropped)."""
+    from y9core.run_dir import resolve_output_dir
     from y9train.data.convert_visdrone import convert_visdrone
 
-    r = convert_visdrone(src, dst, link=link.value)
+    run = resolve_output_dir(dst, task="convert", exist_ok=exist_ok, inputs=[src], option="DST")
+    with writing(run, reuse="files of the same name are replaced, the others kept"):
+        r = convert_visdrone(src, dst, link=link.value)
     images = ", ".join(f"{k}: {v}" for k, v in r.images.items())
     typer.echo(
         f"wrote {r.data_yaml} ({images} images, {r.boxes} boxes; dropped {r.dropped_ignored} ignored regions, "

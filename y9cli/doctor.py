@@ -13,7 +13,8 @@ def register(app: typer.Typer) -> None:
     def doctor_cmd(
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     ) -> None:
-        """Check Python, numpy, OpenCV, torch, onnxruntime, TensorRT and the GPU; say what runs here."""
+        """Check Python, numpy, OpenCV, torch, onnxruntime (and its providers), TensorRT, TensorRT-RTX, triton,
+        tritonclient and the GPU; say what runs here."""
         from rich.console import Console
         from rich.table import Table
 
@@ -51,7 +52,13 @@ def register(app: typer.Typer) -> None:
             ("TensorRT", report.tensorrt or missing),
             ("TensorRT-RTX", report.tensorrt_rtx or missing),
             ("cuda-python", report.cuda_python or missing),
-            ("triton", report.triton or missing),
+            (
+                "triton",
+                (f"{report.triton}" + ("" if report.torch_sees_gpu else " (used on GPUs only; none here)"))
+                if report.triton
+                else missing,
+            ),
+            ("tritonclient", report.tritonclient or missing),
             ("CUDA driver", report.cuda_driver or "[dim]none[/dim]"),
         ]
         for g in report.gpus:

@@ -67,14 +67,23 @@ def register(app: typer.Typer) -> None:
         verify_split: Annotated[
             str, typer.Option("--verify-split", help="data.yaml split for --verify.")
         ] = "val",
+        exist_ok: Annotated[
+            bool, typer.Option("--exist-ok", help="Replace the engine and its manifest if they exist.")
+        ] = False,
     ) -> None:
         """Build a TensorRT engine (FP16 by default) and its manifest <engine>.json."""
         from rich.console import Console
 
+        from y9core.run_dir import check_output_file
         from y9deploy.engine.builder import build_engine_report
+        from y9deploy.engine.manifest import manifest_path
         from y9deploy.engine.progress import RichBuildProgress
         from y9deploy.engine.verify import build_engine_verified
 
+        output = output if output is not None else onnx.with_suffix(".engine")
+        inputs = [p for p in (onnx, verify, reference) if p is not None]
+        check_output_file(output, inputs=inputs, exist_ok=exist_ok, what="output engine")
+        check_output_file(manifest_path(output), inputs=inputs, exist_ok=exist_ok, what="engine manifest")
         console = Console(stderr=True)
         kwargs = dict(
             fp16=fp16,

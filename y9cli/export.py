@@ -7,6 +7,15 @@ from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import command_line, on_interrupt
+
+
+def _kept(output: Path, before: int | None) -> str:
+    """What an interrupted export kept: the ONNX file is written last, whole or not at all."""
+    if output.exists() and output.stat().st_mtime_ns != before:
+        return f"kept {output}, written whole (the export had finished)"
+    return f"nothing was written ({output} is written last, whole or not at all)"
+
 
 def register(app: typer.Typer) -> None:
     @app.command("export")
@@ -48,13 +57,19 @@ def register(app: typer.Typer) -> None:
         max_det: Annotated[
             int, typer.Option("--max-det", help="end2end: detections per image (output size).")
         ] = 300,
+        exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace the ONNX file if it exists.")] = False,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
+        from y9core.run_dir import check_output_file
         from y9deploy.export.onnx_export import export_onnx_report
 
+        output = output if output is not None else source.with_suffix(".onnx")
+        check_output_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file")
+        before = output.stat().st_mtime_ns if output.exists() else None
+        on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
         result = export_onnx_report(
             source,
-            output if output is not None else source.with_suffix(".onnx"),
+            output,
             imgsz=imgsz,
             batch=batch,
             dynamic_batch=dynamic_batch,

@@ -59,3 +59,12 @@ def _is_y9(exc: BaseException) -> bool:
     from y9core.errors import Y9Error
 
     return isinstance(exc, Y9Error)
+
+
+def describe_usage(exc) -> str:
+    """One line for an option error of the command line (a click ``UsageError``): the command, what is wrong,
+    where the options are listed."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "y9"
+    text = " ".join(exc.format_message().split()).rstrip(".")
+    return f"{where}: {text}; the options are listed by '{where} --help'."

@@ -8,6 +8,10 @@ from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import command_line, on_interrupt
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9core.wording import plural
+
 
 def register(app: typer.Typer) -> None:
     @app.command("inspect")
@@ -19,10 +23,12 @@ def register(app: typer.Typer) -> None:
         rules: Annotated[
             Path, typer.Option("--rules", "-r", help="Rules file (YAML; see docs/inspection.md).")
         ],
+        project: ProjectOption = None,
+        name: NameOption = None,
+        exist_ok: ExistOkOption = False,
         out: Annotated[
-            Path,
-            typer.Option("--out", "-o", help="Folder of the audit log (audit.csv, audit.jsonl; appended)."),
-        ] = Path("runs/inspect"),
+            Path | None, typer.Option("--out", "-o", hidden=True, help="Deprecated: --project DIR --name NAME.")
+        ] = None,
         fail_exit: Annotated[
             bool,
             typer.Option("--fail-exit", help="Exit with status 1 when any item fails or cannot be read."),
@@ -45,9 +51,15 @@ def register(app: typer.Typer) -> None:
             line = typer.style(v.verdict.upper(), fg=colour) + f" {v.item}"
             typer.echo(line + (f": {'; '.join(v.reasons)}" if v.reasons else ""))
 
-        summary = run_inspection(source, model, rules, audit_dir=out, device=device, iou=iou, on_item=show)
+        run = run_folder("inspect", project=project, name=name, exist_ok=exist_ok, legacy=out, legacy_flag="--out",
+                         inputs=[source, model, rules])  # fmt: skip
+        audit = f"{run.path / 'audit.csv'} and audit.jsonl"
+        on_interrupt(lambda: f"kept the verdicts of the items done in {audit}",
+                     lambda: f"to inspect again: {command_line()}")  # fmt: skip
+        with writing(run, reuse="audit.csv and audit.jsonl are appended to (each row names its run)"):
+            summary = run_inspection(source, model, rules, audit_dir=run.path, device=device, iou=iou, on_item=show)
         typer.echo(
-            f"{summary.items} items: {summary.passed} passed, {summary.failed} failed, {summary.errors} unreadable "
+            f"{plural(summary.items, 'item')}: {summary.passed} passed, {summary.failed} failed, {summary.errors} unreadable "
             f"(audit: {summary.audit_csv}, {summary.audit_jsonl}; run {summary.run_id})"
         )
         if fail_exit and not summary.all_passed:

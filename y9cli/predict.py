@@ -6,14 +6,25 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import (
+    SIGNALS,
+    Interrupted,
+    command_line,
+    exit_code,
+    interrupted_line,
+    on_interrupt,
+    signal_name,
+)
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
+from y9core.wording import plural
 
 
 class Merge(str, Enum):
@@ -27,24 +38,28 @@ class Policy(str, Enum):
 
 
 @contextmanager
-def _graceful_sigint(stop: threading.Event, say):
-    """First Ctrl-C: finish the current frame and stop (results kept); a second one aborts at once."""
+def _graceful_stop(stop: threading.Event, say, stopped_by: list[int]):
+    """A first SIGINT (Ctrl-C) or SIGTERM: finish the current frame, write the results and the summary, stop
+    (``stopped_by`` records the signal); a second one stops at once (``Interrupted``: the files are closed and
+    predictions.json written all the same)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
         if stop.is_set():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
+            raise Interrupted(signum)
+        stopped_by.append(signum)
         stop.set()
-        say("stopping after the current frame (Ctrl-C again to abort); results so far are on disk")
+        say(f"stopping after the current frame ({signal_name(signum)} again to stop at once); the results so far "
+            "are on disk")  # fmt: skip
 
-    old = signal.signal(signal.SIGINT, handler)
+    old = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def register(app: typer.Typer) -> None:
@@ -77,14 +92,16 @@ def register(app: typer.Typer) -> None:
                 "--class-conf person=0.5 --class-conf 2=0.3; other classes keep --conf.",
             ),
         ] = None,  # fmt: skip
+        project: ProjectOption = None,
+        name: NameOption = None,
+        exist_ok: ExistOkOption = False,
+        no_save: Annotated[
+            bool, typer.Option("--no-save", help="Write no files (with --stdout: JSON lines on stdout only).")
+        ] = False,
         save_dir: Annotated[
             Path | None,
-            typer.Option(
-                "--save-dir",
-                help="Write predictions.jsonl/.csv (flushed per frame), predictions.json and "
-                "annotated copies here; refused if it is or is inside the source folder.",
-            ),
-        ] = None,  # fmt: skip
+            typer.Option("--save-dir", hidden=True, help="Deprecated: --project DIR --name NAME."),
+        ] = None,
         device: Annotated[
             str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: best).")
         ] = None,
@@ -155,89 +172,133 @@ def register(app: typer.Typer) -> None:
 
         1: finished, but unreadable inputs were skipped (each named in a warning and in predictions.json).
 
-        130: stopped by Ctrl-C; the results of the frames done are on disk.
+        130 / 143: stopped by Ctrl-C / SIGTERM; the results of the frames done are on disk.
 
         2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
         """
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from y9deploy.pipelines.batch_predict import predict_source
-        from y9deploy.pipelines.class_options import parse_class_conf
-        from y9deploy.pipelines.tiling import TileOptions
+        from y9deploy.pipelines.sources import source_roots
         from y9deploy.pipelines.video import ReconnectPolicy
 
         if model is None:
             from y9deploy.default_model import default_model_path
 
             model = default_model_path()
-        tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
-        per_class = parse_class_conf(class_conf or [])
-        tiling = TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou) \
-            if tile is not None else None  # fmt: skip
+        filters = _filters(classes, class_conf)
+        tiling = _tiling(tile, overlap, full_frame, merge, merge_iou)
+        run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok,
+                                              legacy=save_dir, inputs=source_roots(source))  # fmt: skip
         console = Console(stderr=True)
-        stop = threading.Event()
-        echo = (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo
+        stop, stopped_by = threading.Event(), []
+        bar = _LazyBar(console)
+        on_interrupt(lambda: _kept(run, bar.frames), lambda: f"to predict again: {command_line()}")
         with (
-            _graceful_sigint(stop, lambda m: console.print(f"[yellow]{m}")),
-            Progress(
-                TextColumn("[bold]predict"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.description}"),
-                console=console,
-                transient=False,
-            ) as bar,
+            writing(run, reuse=REUSE) if run is not None else nullcontext(),
+            _graceful_stop(stop, lambda m: console.print(f"[yellow]{m}"), stopped_by),
+            bar,
         ):
-            task = bar.add_task("", total=None)
             summary = predict_source(
-                source,
-                model,
-                save_dir=save_dir,
-                conf=conf,
-                iou=iou,
-                max_det=max_det,
-                classes=tokens,
-                class_conf=per_class,
-                device=device,
-                imgsz=imgsz,
-                vid_stride=vid_stride,
-                save_images=not no_images,
-                batch=batch,
-                tile=tiling,
+                source, model, save_dir=run.path if run is not None else None, append=bool(run and run.earlier),
+                conf=conf, iou=iou, max_det=max_det, device=device, imgsz=imgsz, vid_stride=vid_stride,
+                save_images=not no_images, batch=batch, tile=tiling,
                 policy=policy.value if policy is not None else None,
-                reconnect=ReconnectPolicy(attempts=reconnect_attempts),
-                max_frames=max_frames,
-                final_json=final_json,
-                jsonl_stream=sys.stdout if stdout else None,
+                reconnect=ReconnectPolicy(attempts=reconnect_attempts), max_frames=max_frames,
+                final_json=final_json, jsonl_stream=sys.stdout if stdout else None, stop=stop,
                 track=track_options(track, count_line, zone),
-                stop=stop,
-                on_start=lambda total: bar.update(task, total=total),
-                on_frame=lambda name, n: bar.update(
-                    task, advance=1, description=f"{Path(name).name}: {n} objects"
-                ),
+                on_start=bar.start, on_frame=bar.advance,
                 on_warning=lambda msg: console.print(f"warning: {msg}", style="yellow", markup=False),
-            )
-        fps = summary.frames / summary.seconds if summary.seconds > 0 else 0.0
-        extra = "".join([f", {len(summary.skipped)} skipped" if summary.skipped else "",
-                         f", {summary.dropped} dropped (latest policy)" if summary.dropped else "",
-                         f", {summary.reconnects} reconnects" if summary.reconnects else ""])  # fmt: skip
-        echo(
-            f"{summary.frames} frames ({summary.images} images, {summary.videos} videos), "
-            f"{summary.detections} detections, {fps:.1f} frames/s{extra}"
-        )
-        for path, reason in summary.skipped:
-            echo(f"skipped {path}: {reason}")
-        for line in count_lines(summary):
-            echo(line)
-        if summary.interrupted:
-            echo("interrupted: the results of the frames done so far are saved")
-        if summary.save_dir is not None:
-            echo(
-                f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
-                f"{', predictions.json' if summary.json_path else ''}"
-                f"{', annotated outputs' if summary.outputs else ''})"
-            )
+                **filters,
+            )  # fmt: skip
+        _report(summary, (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo)
+        if stopped_by:
+            typer.secho(interrupted_line(stopped_by[0]), fg=typer.colors.YELLOW, err=True)
+            raise typer.Exit(exit_code(stopped_by[0]))
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
+
+
+def _kept(run, frames: int) -> str:
+    """What a stopped predict run kept."""
+    if run is None:
+        return f"nothing was saved (--no-save; {plural(frames, 'frame')} done)"
+    return f"kept {run.path} (predictions.jsonl, .csv and .json with the {plural(frames, 'frame')} done)"
+
+
+REUSE = "predictions.jsonl and .csv are appended to, predictions.json is rebuilt from all their lines, annotated copies get new names"
+
+
+def _filters(classes: str | None, class_conf: list[str] | None) -> dict:
+    """``--classes`` and ``--class-conf`` as ``predict_source`` arguments."""
+    from y9deploy.pipelines.class_options import parse_class_conf
+
+    tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
+    return {"classes": tokens, "class_conf": parse_class_conf(class_conf or [])}
+
+
+def _tiling(tile: int | None, overlap: float, full_frame: bool, merge: Merge, merge_iou: float):
+    """The ``TileOptions`` of ``--tile`` and its companions (None: whole frames)."""
+    if tile is None:
+        return None
+    from y9deploy.pipelines.tiling import TileOptions
+
+    return TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou)
+
+
+class _LazyBar:
+    """The progress bar, drawn from the first frame on: nothing is drawn before the source and model are checked
+    (an error is then one line, with no bar above it)."""
+
+    def __init__(self, console) -> None:
+        self.console = console
+        self.progress = None
+        self.task = None
+        self.total: int | None = None
+        self.frames = 0
+
+    def start(self, total: int | None) -> None:
+        self.total = total  # drawn at the first frame: a camera or stream that cannot be opened draws nothing
+
+    def _draw(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("[bold]predict"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), console=self.console, transient=False)  # fmt: skip
+        self.progress.start()
+        self.task = self.progress.add_task("", total=self.total)
+
+    def advance(self, name: str, n: int) -> None:
+        self.frames += 1
+        if self.progress is None:
+            self._draw()
+        self.progress.update(self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}")
+
+    def __enter__(self) -> _LazyBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _report(summary, echo) -> None:
+    """The summary lines of a finished (or stopped) run."""
+    fps = summary.frames / summary.seconds if summary.seconds > 0 else 0.0
+    extra = "".join([f", {len(summary.skipped)} skipped" if summary.skipped else "",
+                     f", {summary.dropped} dropped (latest policy)" if summary.dropped else "",
+                     f", {plural(summary.reconnects, 'reconnect')}" if summary.reconnects else ""])  # fmt: skip
+    echo(
+        f"{plural(summary.frames, 'frame')} ({plural(summary.images, 'image')}, {plural(summary.videos, 'video')}), "
+        f"{plural(summary.detections, 'detection')}, {fps:.1f} frames/s{extra}"
+    )
+    for path, reason in summary.skipped:
+        echo(f"skipped {path}: {reason}")
+    for line in count_lines(summary):
+        echo(line)
+    if summary.save_dir is not None:
+        echo(
+            f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
+            f"{', predictions.json' if summary.json_path else ''}"
+            f"{', annotated outputs' if summary.outputs else ''})"
+        )

@@ -14,9 +14,13 @@ def reparam(
     fuse: Annotated[
         bool, typer.Option("--fuse/--no-fuse", help="Also fold Conv+BN and merge RepConvN.")
     ] = False,
+    exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace OUTPUT if it exists.")] = False,
 ) -> None:
     """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
+    from y9core.run_dir import check_output_file
     from y9train.reparam_checkpoint import reparameterize_checkpoint
+
+    check_output_file(output, inputs=[source], exist_ok=exist_ok, what="output checkpoint")
 
     result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
     typer.echo(

@@ -10,6 +10,10 @@ from typing import Annotated
 
 import typer
 
+from y9cli.interrupts import command_line, on_interrupt
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9core.wording import plural
+
 
 class Amp(str, Enum):
     auto = "auto"
@@ -78,9 +82,21 @@ def train_command(
         str | None, typer.Option("--device", help="cpu or a GPU index (default: GPU 0 if any).")
     ] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="DataLoader worker processes.")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="Folder of runs.")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Run folder name (made unique).")] = None,
-    exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Reuse project/name if it exists.")] = False,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Folder of runs (default runs/train).")
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Run folder name under --project (default: a new numbered folder exp, exp2 ...); a named folder "
+            "that holds a run is refused unless --exist-ok.",
+        ),
+    ] = None,
+    exist_ok: Annotated[
+        bool,
+        typer.Option("--exist-ok", help="Train into a named run folder that holds a run (its files are replaced)."),
+    ] = False,
     resume: Annotated[
         bool,
         typer.Option(
@@ -102,7 +118,9 @@ def train_command(
         Amp | None, typer.Option("--amp", help="Mixed precision (auto: bf16/fp16 on GPU, off on CPU).")
     ] = None,
     cache: Annotated[Cache | None, typer.Option("--cache", help="Image cache.")] = None,
-    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Random seed of the run (weights, augmentation, sampling; default 0).")
+    ] = None,
     grad_checkpointing: Annotated[
         bool, typer.Option("--grad-checkpointing", help="Re-compute activations in backward (less memory).")
     ] = False,
@@ -152,9 +170,57 @@ def train_command(
     from y9train.train import train
     from y9train.train_args import summary, train_kwargs
 
-    result = train(**train_kwargs(**{**option_values(ctx), "device": device}))
+    progress = _Progress()
+    on_interrupt(progress.kept, progress.go_on)
+    callbacks = {"on_train_start": [progress.started]}
+    result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
         typer.echo(summary(result))
+
+
+class _Progress:
+    """Where a training run stands, for the line an interruption prints: its folder and the epochs whose
+    last.pt is written (a signal ends ``fit`` after it waited for the checkpoint write in flight)."""
+
+    def __init__(self) -> None:
+        self.trainer = None
+        self.resumed = False
+
+    def started(self, trainer) -> None:
+        self.trainer, self.resumed = trainer, trainer.start_epoch > 0
+
+    @property
+    def run(self) -> Path | None:
+        return self.trainer.save_dir if self.trainer is not None else None
+
+    @property
+    def saved(self) -> int:
+        """Epochs in last.pt: each history entry is recorded together with its checkpoint write, which ``fit``
+        waits for when a signal ends it."""
+        return len(self.trainer.history) if self.trainer is not None else 0
+
+    @property
+    def epochs(self) -> int:
+        return self.trainer.config.epochs if self.trainer is not None else 0
+
+    def kept(self) -> str:
+        if self.run is None:
+            return "nothing was written (the run had not started)"
+        if self.saved == 0:
+            return f"no epoch had finished, so {self.run} holds nothing to resume"
+        return (
+            f"kept {self.run / 'weights' / 'last.pt'} (epoch {self.saved} of {self.epochs}), best.pt and results.csv "
+            f"in {self.run}"
+        )
+
+    def go_on(self) -> str:
+        if self.resumed:  # the same resume again (with its own overrides, e.g. epochs=)
+            return f"to resume: {command_line()}"
+        if self.run is not None and self.saved > 0:
+            return f"to resume: {command_line(['train', '--resume', str(self.run)])}"
+        again = command_line()
+        named = "--name" in again.split() and "--exist-ok" not in again.split()
+        return f"to start again: {again}{' --exist-ok' if named else ''}"
 
 
 def val_command(
@@ -173,21 +239,34 @@ def val_command(
             "--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch")] = 32,
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Images per batch.")] = 32,
     conf: Annotated[float, typer.Option("--conf", help="Score threshold.")] = 0.001,
     iou: Annotated[float, typer.Option("--iou", help="NMS IoU threshold.")] = 0.7,
     device: Annotated[str | None, typer.Option("--device", help="cpu or a GPU index.")] = None,
-    workers: Annotated[int, typer.Option("--workers")] = 8,
+    workers: Annotated[int, typer.Option("--workers", min=0, help="DataLoader worker processes.")] = 8,
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
+    project: ProjectOption = None,
+    name: NameOption = None,
+    exist_ok: ExistOkOption = False,
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
     from y9deploy.validate_deployed import val_model
 
-    res = val_model(
-        data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
-    )
+    run = run_folder("val", project=project, name=name, exist_ok=exist_ok, inputs=[data, model])
+    with writing(run, reuse="files of the same name are replaced"):
+        res = val_model(
+            data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
+        )
+    _print_metrics(res)
+    typer.echo(f"results: {run.path}")
+
+
+def _print_metrics(res) -> None:
     m = res.metrics
-    typer.echo(f"{res.images} images, {res.targets} boxes, {res.detections} detections, {res.seconds:.1f} s")
+    typer.echo(
+        f"{plural(res.images, 'image')}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "
+        f"{res.seconds:.1f} s"
+    )
     typer.echo("class                n_gt     P     R  mAP50  mAP50-95")
     typer.echo(
         f"{'all':<18} {res.targets:>6} {_pct(m['precision'])} {_pct(m['recall'])} {_pct(m['map50'])}    "

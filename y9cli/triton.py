@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from y9cli.outputs import deprecated, writing
+
 
 class InstanceKind(str, Enum):
     auto = "auto"
@@ -22,9 +24,14 @@ def register(app: typer.Typer) -> None:
         model: Annotated[
             Path, typer.Argument(help="ONNX model (y9 export) or TensorRT engine (with its .json).")
         ],
-        out: Annotated[
-            Path, typer.Option("--out", "-o", help="Model repository folder (created if needed).")
-        ],
+        output: Annotated[
+            Path | None,
+            typer.Option(
+                "-o", "--output",
+                help="Model repository folder (created if needed; other models in it are left alone); default: a "
+                "new numbered folder runs/triton, runs/triton2 ...",
+            ),
+        ] = None,
         name: Annotated[
             str | None, typer.Option("--name", help="Model name on the server (default: file stem).")
         ] = None,
@@ -41,15 +48,31 @@ def register(app: typer.Typer) -> None:
             InstanceKind,
             typer.Option("--kind", help="Where instances run: auto (GPU when present), gpu, cpu."),
         ] = InstanceKind.auto,
+        exist_ok: Annotated[
+            bool, typer.Option("--exist-ok", help="Replace the model folder REPO/NAME if it exists.")
+        ] = False,
+        out: Annotated[
+            Path | None, typer.Option("--out", hidden=True, help="Deprecated: -o/--output.")
+        ] = None,
         overwrite: Annotated[
-            bool, typer.Option("--overwrite", help="Replace REPO/NAME if it exists.")
+            bool, typer.Option("--overwrite", hidden=True, help="Deprecated: --exist-ok.")
         ] = False,
     ) -> None:
         """Write REPO/NAME/config.pbtxt and REPO/NAME/1/model.onnx|model.plan for Triton Inference Server."""
+        from y9core.run_dir import RunDir, resolve_output_dir
         from y9deploy.serving.triton_repo import write_triton_repo
 
-        repo = write_triton_repo(model, out, name=name, max_batch=max_batch, instances=instances,
-                                 kind=kind.value, overwrite=overwrite)  # fmt: skip
+        if out is not None:
+            if output is not None:
+                raise ValueError(f"--out {out} and --output {output} were both given; expected --output only.")
+            deprecated("--out", "-o/--output")
+            output = out
+        if overwrite:
+            deprecated("--overwrite", "--exist-ok")
+        run = resolve_output_dir(None, task="triton", inputs=[model]) if output is None else RunDir(output)
+        with writing(run):
+            repo = write_triton_repo(model, run.path, name=name, max_batch=max_batch, instances=instances,
+                                     kind=kind.value, overwrite=exist_ok or overwrite)  # fmt: skip
         typer.echo(
             f"wrote {repo.model_dir} ({repo.platform}, max_batch_size {repo.max_batch_size}, "
             f"{repo.instances} instance{'s' if repo.instances > 1 else ''}): {repo.config_path}, {repo.model_file}"

@@ -11,7 +11,9 @@ Defined here, the bottom package both y9train and y9deploy import:
 - ``DetectorBusyError`` (RuntimeError): a second thread entered a Detector;
 - ``SourceError`` (ValueError): a video, folder of frames, camera or stream cannot be opened or read;
 - ``RulesFileError`` (ValueError): an inspection rules file is malformed;
-- ``ServingError`` (RuntimeError): a model server cannot be reached or answered an error.
+- ``ServingError`` (RuntimeError): a model server cannot be reached or answered an error;
+- ``OutputError`` (ValueError): an output would overwrite an input or earlier results, or its folder is being
+  written by another process (``y9core.run_dir``).
 
 Defined beside the code that raises them (subclasses of ``Y9Error`` all the same):
 
@@ -63,3 +65,8 @@ class RulesFileError(Y9Error, ValueError):
 
 class ServingError(Y9Error, RuntimeError):
     """A model server (Triton) cannot be reached, does not serve the model, or answered an error."""
+
+
+class OutputError(Y9Error, ValueError):
+    """An output path is refused: it is an input or inside an input folder, it holds earlier results (without
+    ``--exist-ok``), or another process is writing its folder."""

@@ -26,6 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from y9core.wording import count_range
 from y9deploy.stage_timer import STAGES, StageTimer  # noqa: F401 - StageTimer is part of this API
 
 PERCENTILES = (50, 90, 99)
@@ -322,7 +323,7 @@ def benchmark(
             bad = [b for b in sizes if not lo <= b <= hi]
             if bad:
                 raise ValueError(
-                    f"{p.name} accepts batches of {lo} to {hi} images, not {', '.join(map(str, bad))}."
+                    f"{p.name} accepts batches of {count_range(lo, hi, 'image')}, not {', '.join(map(str, bad))}."
                 )
             for b in sizes:
                 if progress is not None:

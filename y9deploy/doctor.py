@@ -51,7 +51,8 @@ class DoctorReport:
     tensorrt_rtx: str | None
     cuda_python: str | None
     cuda_driver: str  # the CUDA version the driver supports ("13.0"), "" without a driver
-    triton: str | None = None  # Triton: the GPU NMS kernels and the CUDA-graph post-processing
+    triton: str | None = None  # the triton package (GPU NMS kernels, CUDA-graph post-processing; used on GPUs only)
+    tritonclient: str | None = None  # Triton Inference Server's client (TritonDetector, y9 triton's served models)
     device: str = "cpu"  # a Detector's default device here; for a raw model there it uses (pre/post.choice):
     preprocess: str = ""  # the pre-processing implementation (e.g. "hybrid", "host")
     postprocess: str = ""  # the post-processing implementation (e.g. "graph", "torch", "host")
@@ -341,7 +342,8 @@ def diagnose() -> DoctorReport:
         "onnxruntime-gpu", "onnxruntime", "onnxruntime-directml", "onnxruntime-openvino"
     )
     trt_v, rtx_v = _module_version("tensorrt"), _module_version("tensorrt_rtx")
-    triton_v = _module_version("triton") if torch_gpu else None
+    _, triton_v = _dist_version("triton")  # installed or not, GPU or not (importing it needs a GPU driver)
+    _, tritonclient_v = _dist_version("tritonclient")
     _, cuda_py = _dist_version("cuda-python", "cuda-bindings")
     gpus = _gpus_from_torch() or _gpus_from_cuda_python()
     driver = _nvidia_smi_driver()
@@ -357,7 +359,7 @@ def diagnose() -> DoctorReport:
             pass
     from y9deploy.runtime.frame_pipeline import default_choice
 
-    device, pre, post = default_choice(torch_cuda=torch_gpu, triton=triton_v is not None)
+    device, pre, post = default_choice(torch_cuda=torch_gpu, triton=torch_gpu and triton_v is not None)
     report = DoctorReport(
         python=platform.python_version(),
         platform=platform.platform(),
@@ -374,6 +376,7 @@ def diagnose() -> DoctorReport:
         cuda_python=cuda_py,
         cuda_driver=_cuda_driver(),
         triton=triton_v,
+        tritonclient=tritonclient_v,
         device=device,
         preprocess=pre,
         postprocess=post,

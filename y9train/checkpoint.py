@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from y9core.errors import ModelFileError
+from y9core.file_paths import expect_file
 from y9train import __version__
 from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
@@ -125,10 +126,7 @@ def write_payload(payload: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def _check_file(path: Path) -> None:
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such checkpoint file")
-    if not path.is_file():
-        raise ModelFileError(f"{path}: is not a file; expected a .pt checkpoint")
+    expect_file(path, "checkpoint", "a .pt checkpoint")
     if path.stat().st_size == 0:
         raise ModelFileError(f"{path}: is empty; expected a .pt checkpoint (y9 or official YOLOv9)")
 

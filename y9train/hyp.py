@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from y9core.wording import did_you_mean
+from y9core.yaml_errors import yaml_error_at
 from y9train.data.augment import AUGMENT_RANGES, AugmentConfig
 from y9train.value_ranges import FRACTION, NON_NEGATIVE, POSITIVE, Range, check_ranges
 
@@ -177,7 +179,7 @@ class TrainConfig:
     device: str | None = None
     workers: int = 8
     project: str = "runs/train"
-    name: str = "exp"
+    name: str | None = None  # None: a new numbered folder project/exp, exp2 ... (y9core.run_dir)
     exist_ok: bool = False
     seed: int = 0
     cache: str | None = None
@@ -195,7 +197,7 @@ class TrainConfig:
     iou: float = 0.7
     max_det: int = 300
     save: bool = True
-    save_dir: str | None = None  # set by the trainer (project/name, made unique)
+    save_dir: str | None = None  # set by the trainer: the run folder it writes (history in a checkpoint, not a target)
     async_save: bool = True  # checkpoints written in a background thread while the next epoch trains
     log_interval: int = 20
     profile: bool = False
@@ -278,8 +280,9 @@ def _typed(cls, values: dict[str, Any], origin: str) -> dict[str, Any]:
     known = {f.name for f in fields(cls)} - {"hyp"}
     unknown = sorted(set(values) - known)
     if unknown:
+        named = ", ".join(k + did_you_mean(k, known) for k in unknown)
         raise ValueError(
-            f"{origin}: unknown key(s) {', '.join(unknown)}; expected names from {cls.__name__} "
+            f"{origin}: unknown key{'s' if len(unknown) > 1 else ''} {named}; expected names from {cls.__name__} "
             f"(see y9train/configs/hyp-default.yaml and `y9 train --help`)."
         )
     return {k: _convert(cls, k, v, origin) for k, v in values.items()}
@@ -296,7 +299,7 @@ def read_hyp_yaml(path: str | Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise ValueError(f"hyperparameter file {path} is not valid YAML ({type(exc).__name__}).") from None
+        raise ValueError(f"hyperparameter file {yaml_error_at(path, exc)}.") from None
     if not isinstance(raw, dict):
         raise ValueError(
             f"hyperparameter file {path} holds a {type(raw).__name__}; expected key: value pairs."
@@ -342,8 +345,9 @@ def apply_overrides(config: TrainConfig, overrides: dict[str, Any], origin: str 
     cfg_part = {k: v for k, v in overrides.items() if k in cfg_names}
     unknown = sorted(set(overrides) - hyp_names - cfg_names)
     if unknown:
+        named = ", ".join(k + did_you_mean(k, hyp_names | cfg_names) for k in unknown)
         raise ValueError(
-            f"{origin}: unknown key(s) {', '.join(unknown)}; expected hyperparameter names "
+            f"{origin}: unknown key{'s' if len(unknown) > 1 else ''} {named}; expected hyperparameter names "
             "(see y9train/configs/hyp-default.yaml) or training options (see `y9 train --help`)."
         )
     hyp = dataclasses.replace(config.hyp, **_typed(Hyp, hyp_part, origin))

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from y9core.errors import BackendUnavailableError, DataError, ModelFileError
+from y9core.run_dir import RunLock, resolve_output_dir
 from y9train.models import MODEL_NAMES, YOLO, build_model
 from y9train.models.head import init_head_biases
 
@@ -76,15 +77,43 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_run_dir(project: str | Path, name: str, exist_ok: bool = False) -> Path:
-    """``project/name``, or ``project/name2``, ``name3`` ... when it exists (unless ``exist_ok``)."""
-    base = Path(project) / name
-    path, k = base, 2
-    while path.exists() and not exist_ok:
-        path = base.with_name(f"{name}{k}")
-        k += 1
-    (path / "weights").mkdir(parents=True, exist_ok=True)
-    return path
+def run_folder_of(last: Path) -> Path:
+    """The run folder a resumed ``last.pt`` belongs to: the folder holding its ``weights/`` folder (wherever the run
+    was copied or moved: the ``save_dir`` recorded inside is history, not a target)."""
+    last = Path(last)
+    if last.parent.name != "weights":
+        raise ModelFileError(
+            f"{last}: a resumed run writes into its own run folder, but this file is not in one (expected "
+            "RUN/weights/last.pt, beside weights/best.pt and RUN/results.csv); pass the run folder or its "
+            "weights/last.pt."
+        )
+    return last.parent.parent
+
+
+def open_run_dir(cfg, resumed: Path | None, warn) -> tuple[Path, RunLock]:
+    """The run folder this run writes, held for it (``RunLock``: a second writer is refused), with ``weights/``.
+
+    A resume writes into the folder of the ``last.pt`` given (``run_folder_of``); a new run into ``cfg.save_dir``
+    when set, else ``project/name`` when named (refused when it holds an earlier run, unless ``exist_ok``), else a
+    new numbered folder ``project/exp``, ``exp2`` ... (``y9core.run_dir``)."""
+    if resumed is not None:
+        path = run_folder_of(resumed)
+    elif cfg.save_dir or cfg.name:
+        explicit = Path(cfg.save_dir) if cfg.save_dir else Path(cfg.project) / cfg.name
+        run = resolve_output_dir(explicit, task="exp", exist_ok=cfg.exist_ok, inputs=[cfg.data],
+                                 option="--name" if not cfg.save_dir else "save_dir")  # fmt: skip
+        path = run.path
+        if run.earlier:
+            warn(run.reuse_note("its checkpoints, results.csv and steps.csv are replaced by this run's"))
+    else:
+        path = resolve_output_dir(None, task="exp", project=cfg.project, inputs=[cfg.data]).path
+    lock = RunLock(path, warn=warn).acquire()
+    try:
+        (path / "weights").mkdir(parents=True, exist_ok=True)
+    except BaseException:
+        lock.release()
+        raise
+    return path, lock
 
 
 def check_model_fits_data(model: YOLO, data_cfg, origin: str, *, allow_new_head: bool) -> None:

@@ -283,3 +283,8 @@ def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, A
         )
     else:
         trainer.reporter.info(f"resuming {path} at epoch {trainer.start_epoch + 1}/{epochs}")
+    if trainer.save_dir is not None:
+        recorded = state["config"].get("save_dir")
+        moved = recorded and Path(recorded).resolve() != trainer.save_dir.resolve()
+        trainer.reporter.info(f"writing into {trainer.save_dir}" + (f" (the run was recorded in {recorded}, which is "
+                                                                   "left alone)" if moved else ""))  # fmt: skip

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from y9core.deferred_signals import deferred_signals
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
@@ -37,7 +38,7 @@ from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
 from y9train.plots import plot_run
 from y9train.reporting import Reporter, StepLog
-from y9train.run_setup import make_run_dir
+from y9train.run_setup import open_run_dir
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
 from y9train.trainer_setup import TrainerSetup
@@ -109,10 +110,8 @@ class Trainer(TrainerSetup):
 
         self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):
-            self.save_dir = (
-                Path(cfg.save_dir) if cfg.save_dir else make_run_dir(cfg.project, cfg.name, cfg.exist_ok)
-            )
-            (self.save_dir / "weights").mkdir(parents=True, exist_ok=True)
+            resumed = self._resume[0] if self._resume else None
+            self.save_dir, self.run_lock = open_run_dir(cfg, resumed, self.reporter.warn)
             self.config.save_dir = str(self.save_dir)
             self.steps_log = StepLog(self.save_dir / "steps.csv", fresh=self._resume is None)
         if self._resume:
@@ -135,7 +134,11 @@ class Trainer(TrainerSetup):
         """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt: pending
         checkpoint writes are waited for; a failed one raises its own error, or is reported when another error ends
         the run)."""
-        self.setup()
+        try:
+            self.setup()
+        except BaseException:
+            self.release_run_dir()
+            raise
         cfg, stopped = self.config, False
         self._fire("on_train_start")
         try:
@@ -144,7 +147,7 @@ class Trainer(TrainerSetup):
                 self._fire("on_epoch_start")
                 record = self.train_epoch(epoch)
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
-                check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name))
+                check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name or "the run"))
                 if self.val_loader is not None:
                     record.update(self._validate())
                 stopped = self._end_epoch(epoch, record)
@@ -168,8 +171,15 @@ class Trainer(TrainerSetup):
                 self.algorithms_found.apply()
                 self.reporter.close()
                 plot_run(self.save_dir, bool(self.history), self.reporter)
+                self.release_run_dir()
         self._fire("on_train_end")
         return self.result(stopped)
+
+    def release_run_dir(self) -> None:
+        """Let another process write the run folder (the lock ``setup`` took); nothing when none was taken."""
+        lock = getattr(self, "run_lock", None)
+        if lock is not None:
+            lock.release()
 
     def result(self, stopped: bool = False) -> TrainResult:
         self.writer.wait()  # the files it names are complete
@@ -321,12 +331,13 @@ class Trainer(TrainerSetup):
         )
         if self.val_loader is None and self.config.val is False:
             improved = True  # no validation: the best weights are the latest
-        if improved:
-            self.best_fitness, self.best_epoch = fit, epoch
-        self.history.append(record)
-        self.reporter.epoch_end(record)
-        if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
-            self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))
+        with deferred_signals():  # a signal lands before or after both: history and last.pt never disagree
+            if improved:
+                self.best_fitness, self.best_epoch = fit, epoch
+            self.history.append(record)
+            if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
+                self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))
+        self.reporter.epoch_end(record)  # logged once its checkpoint is on its way (fit waits for it)
         patience = self.config.hyp.patience
         stop = bool(self.config.val and patience > 0 and epoch - self.best_epoch >= patience)
         return self.hooks.broadcast_stop(stop)

@@ -56,7 +56,7 @@ def test_unreadable_image_file(det, tmp_path):
     with pytest.raises(ValueError, match="could not be decoded as an image") as info:
         det.predict(bad)
     assert str(bad) in _sentence(info.value)
-    with pytest.raises(FileNotFoundError, match="not a file"):
+    with pytest.raises(IsADirectoryError, match=f"image {tmp_path} is a folder; expected a file"):
         det.predict(tmp_path)
 
 
@@ -83,7 +83,7 @@ def test_model_path_errors(tmp_path):
     with pytest.raises(TypeError, match="path"):
         Detector(123)  # (None, or no argument, is the embedded model: tests/deploy/test_embedded_model.py)
     (tmp_path / "dir.onnx").mkdir()
-    with pytest.raises(FileNotFoundError, match="directory"):
+    with pytest.raises(IsADirectoryError, match="dir.onnx is a folder; expected a .engine, .onnx or .pt file"):
         Detector(tmp_path / "dir.onnx")
 
 

@@ -108,9 +108,9 @@ def test_y9_predict_without_model_uses_the_embedded_one(coco8, tmp_path):
     from y9deploy import Detector
 
     image = coco8[0].path
-    res = CliRunner().invoke(app, ["predict", str(image), "--save-dir", str(tmp_path), "--device", "cpu"])
+    res = CliRunner().invoke(app, ["predict", str(image), "--project", str(tmp_path), "--device", "cpu"])
     assert res.exit_code == 0, res.output
-    data = json.loads((tmp_path / "predictions.json").read_text())
+    data = json.loads((tmp_path / "predict" / "predictions.json").read_text())
     with Detector(device="cpu") as det:  # the embedded model, default thresholds like y9 predict's
         want = det.predict(image)
     assert data["names"] == det.names and len(data["results"]) == 1

@@ -284,5 +284,5 @@ def test_cli_export(shared, tmp_path):
     assert "exported gelan-t" in res.output and "[batch, 3, 160, 224]" in res.output
     assert "simplified:" in res.output and "onnxruntime vs torch: batch 2" in res.output
     assert read_metadata(out).imgsz == (160, 224)
-    res = CliRunner().invoke(_cli(), ["export", str(ckpt), "-o", str(out), "--imgsz", "100"])
+    res = CliRunner().invoke(_cli(), ["export", str(ckpt), "-o", str(out), "--imgsz", "100", "--exist-ok"])
     assert res.exit_code != 0 and "not a multiple of 32" in str(res.exception)

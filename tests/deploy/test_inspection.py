@@ -212,7 +212,7 @@ def test_cli_gives_the_documented_verdicts_and_audits_every_item(crafted, tmp_pa
     parts = crafted / "parts"
     before = {p.name: p.read_bytes() for p in parts.iterdir()}
     args = ["inspect", str(parts), "--model", str(crafted / "fixed.onnx"), "--rules", str(crafted / "rules.yaml"),
-            "--out", str(tmp_path / "audit"), "--device", "cpu"]  # fmt: skip
+            "--project", str(tmp_path), "--name", "audit", "--device", "cpu"]  # fmt: skip
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "10 items: 3 passed, 6 failed, 1 unreadable" in res.output
@@ -240,15 +240,19 @@ def test_cli_gives_the_documented_verdicts_and_audits_every_item(crafted, tmp_pa
     assert [d["class_name"] for d in good["detections"]] == ["screw"]
     np.testing.assert_allclose(good["detections"][0]["xyxy"], [40, 32, 56, 48])
     assert good["detections"][0]["confidence"] == pytest.approx(204 / 255)
-    # --fail-exit: status 1; a second run appends (the audit log keeps both runs) and the inputs are untouched
-    res = CliRunner().invoke(app, [*args, "--fail-exit", "-q"])
+    # the same folder again is refused; with --exist-ok (and --fail-exit: status 1) a second run appends (the
+    # audit log keeps both runs) and the inputs are untouched
+    res = CliRunner().invoke(app, [*args, "-q"])
+    assert res.exit_code != 0 and "already holds 2 files: audit.csv, audit.jsonl" in str(res.exception)
+    res = CliRunner().invoke(app, [*args, "--fail-exit", "-q", "--exist-ok"])
     assert res.exit_code == 1 and "PASS" not in res.output
+    assert "audit.csv and audit.jsonl are appended to" in res.output
     rows2 = list(csv.DictReader((tmp_path / "audit" / "audit.csv").open()))
     assert len(rows2) == 20 and len({r["run"] for r in rows2}) == 2
     assert {p.name: p.read_bytes() for p in parts.iterdir()} == before
     # all good items with --fail-exit: status 0
-    res = CliRunner().invoke(app, ["inspect", str(parts / "01_good.png"), *args[2:], "--fail-exit"])
-    assert res.exit_code == 0 and "1 items: 1 passed" in res.output
+    res = CliRunner().invoke(app, ["inspect", str(parts / "01_good.png"), *args[2:], "--fail-exit", "--exist-ok"])
+    assert res.exit_code == 0 and "1 item: 1 passed" in res.output
 
 
 def test_cli_bad_rules_file_exits_2_with_the_sentence(crafted, tmp_path):

@@ -49,7 +49,7 @@ def test_corrupt_file_is_skipped_counted_and_exits_1(tiny, tmp_path):
         shutil.copy(p, src / p.name)
     (src / "broken.jpg").write_bytes(IMAGES[0].read_bytes()[:200])  # a truncated JPEG header: undecodable
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--save-dir", str(out)])
+    res = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--project", str(tmp_path), "--name", "out"])
     assert res.exit_code == 1, res.output
     assert "2 frames (2 images, 0 videos)" in res.output and "1 skipped" in res.output
     assert f"skipped {src / 'broken.jpg'}" in res.output
@@ -60,7 +60,7 @@ def test_corrupt_file_is_skipped_counted_and_exits_1(tiny, tmp_path):
             assert len(r["detections"]) == len(det.predict(r["source"]))
     final = json.loads((out / "predictions.json").read_text())
     assert [Path(s["source"]).name for s in final["skipped"]] == ["broken.jpg"]
-    ok = CliRunner().invoke(app, ["predict", str(IMAGES[0]), "-m", str(tiny)])
+    ok = CliRunner().invoke(app, ["predict", str(IMAGES[0]), "-m", str(tiny), "--no-save"])
     assert ok.exit_code == 0
 
 
@@ -72,8 +72,8 @@ def test_sigint_half_way_leaves_the_frames_done_on_disk(tiny, tmp_path):
         cv2.imwrite(str(src / f"img{k:05d}.jpg"), np.roll(base, k, axis=1))
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "y9cli", "predict", str(src), "-m", str(tiny), "--save-dir", str(out),
-           "--no-images"]  # fmt: skip
+    cmd = [sys.executable, "-m", "y9cli", "predict", str(src), "-m", str(tiny), "--project", str(tmp_path),
+           "--name", "out", "--no-images"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     jsonl = out / "predictions.jsonl"
     deadline = time.monotonic() + 120
@@ -84,7 +84,7 @@ def test_sigint_half_way_leaves_the_frames_done_on_disk(tiny, tmp_path):
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
-    assert "interrupted" in stdout
+    assert stderr.strip().splitlines()[-1].startswith(f"interrupted (Ctrl-C): kept {out} (predictions.jsonl, .csv")
     lines = read_jsonl(jsonl)
     assert 20 <= len(lines) < 1500
     names = [Path(r["source"]).name for r in lines]
@@ -108,13 +108,15 @@ def test_save_dir_in_the_source_is_refused_and_inputs_untouched(tiny, tmp_path):
         shutil.copy(p, src / p.name)
     shutil.copy(IMAGES[0], src / "sub" / IMAGES[0].name)
     before = digest(src)
-    for save in (src, src / "sub", src / "new_out", src / "."):
-        res = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--save-dir", str(save)])
+    for project, name, why in ((src, None, "is inside the input folder"), (src, "sub", "is inside the input folder"),
+                               (src, "new_out", "is inside the input folder"), (src, ".", "is the input"),
+                               (tmp_path, "src", "is the input")):  # fmt: skip
+        res = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--project", str(project),
+                                       *(["--name", name] if name else []), "--exist-ok"])  # fmt: skip
         assert isinstance(res.exception, ValueError), res.output
-        assert "--save-dir" in str(res.exception) and "source folder" in str(res.exception)
-    single = CliRunner().invoke(
-        app, ["predict", str(src / IMAGES[0].name), "-m", str(tiny), "--save-dir", str(src)]
-    )
+        assert why in str(res.exception) and str(src) in str(res.exception)
+    single = CliRunner().invoke(app, ["predict", str(src / IMAGES[0].name), "-m", str(tiny), "--project",
+                                      str(tmp_path), "--name", "src", "--exist-ok"])  # fmt: skip
     assert isinstance(single.exception, ValueError) and "would replace it" in str(single.exception)
     assert digest(src) == before and not (src / "new_out").exists()
 
@@ -135,7 +137,7 @@ def test_batch_classes_by_name_and_class_conf(tiny, tmp_path, monkeypatch):
     for k in range(5):
         shutil.copy(IMAGES[k % 2], src / f"i{k}.jpg")
     out = tmp_path / "out"
-    args = ["predict", str(src), "-m", str(tiny), "--save-dir", str(out), "--no-images", "--batch", "2",
+    args = ["predict", str(src), "-m", str(tiny), "--project", str(tmp_path), "--name", "out", "--no-images", "--batch", "2",
             "--classes", "c0,2", "--class-conf", "c2=0.7", "--conf", "0.3"]  # fmt: skip
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -151,7 +153,7 @@ def test_batch_classes_by_name_and_class_conf(tiny, tmp_path, monkeypatch):
     kept = sum(len(r["detections"]) for r in lines)
     assert 0 < kept < everything  # the filters did something
     assert {d["class_id"] for r in lines for d in r["detections"]} <= {0, 2}
-    bad = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--classes", "dog"])
+    bad = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--classes", "dog", "--no-save"])
     assert isinstance(bad.exception, ValueError) and "'dog' is not a class" in str(bad.exception)
-    bad = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--class-conf", "c1:0.5"])
+    bad = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--class-conf", "c1:0.5", "--no-save"])
     assert isinstance(bad.exception, ValueError) and "CLASS=VALUE" in str(bad.exception)

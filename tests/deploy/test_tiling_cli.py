@@ -65,7 +65,7 @@ def test_cli_tile_sends_batches_to_the_backend(blob, planted, tmp_path, monkeypa
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["predict", str(tmp_path / "aerial.png"), "-m", str(blob), "--conf", "0.5",
                                    "--tile", "320", "--overlap", "0.2", "--merge", "nmm", "--full-frame",
-                                   "--save-dir", str(out), "--no-images"])  # fmt: skip
+                                   "--project", str(tmp_path), "--name", "out", "--no-images"])  # fmt: skip
     assert res.exit_code == 0, res.output
     tiles = len(tile_grid(HW, 320, 0.2))
     assert sum(batches) == tiles + 1 and max(batches) > 1  # every tile and the whole frame, in batches
@@ -74,7 +74,7 @@ def test_cli_tile_sends_batches_to_the_backend(blob, planted, tmp_path, monkeypa
                    [r["class_id"] for r in rec["detections"]], ["square"])  # fmt: skip
     assert len(d) == N and recall_at_iou(d, gt, np.zeros(N)) == 1.0
     plain = CliRunner().invoke(app, ["predict", str(tmp_path / "aerial.png"), "-m", str(blob), "--conf", "0.5",
-                                     "--save-dir", str(tmp_path / "plain"), "--no-images"])  # fmt: skip
+                                     "--project", str(tmp_path), "--name", "plain", "--no-images"])  # fmt: skip
     assert (
         plain.exit_code == 0
         and len(read_jsonl(tmp_path / "plain" / "predictions.jsonl")[0]["detections"]) <= 3

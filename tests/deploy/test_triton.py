@@ -79,7 +79,7 @@ def test_onnx_repository_config_matches_the_model(dyn_onnx, tmp_path):
     assert meta["imgsz"] == [96, 128] and meta["letterbox"] == json.loads(props["letterbox"])
     assert json.loads((model_dir / "y9.json").read_text())["names"] == ["c0", "c1", "c2"]
     # default max_batch for a dynamic ONNX batch; an existing model folder is not replaced silently
-    with pytest.raises(ValueError, match="already exists; pass --overwrite"):
+    with pytest.raises(ValueError, match="already exists .*pass --exist-ok"):
         write_triton_repo(dyn_onnx, tmp_path / "repo")
     repo = write_triton_repo(dyn_onnx, tmp_path / "repo", overwrite=True)
     cfg = parse(repo.config_path)

@@ -91,8 +91,8 @@ def test_video_json_lines_equal_per_frame_predict(tiny, tmp_path):
     out = tmp_path / "out"
     from y9cli.app import app
 
-    res = CliRunner().invoke(app, ["predict", str(video), "-m", str(tiny), "--conf", "0.5", "--save-dir", str(out),
-                                   "--batch", "4"])  # fmt: skip
+    res = CliRunner().invoke(app, ["predict", str(video), "-m", str(tiny), "--conf", "0.5", "--project", str(tmp_path),
+                                   "--name", "out", "--batch", "4"])  # fmt: skip
     assert res.exit_code == 0, res.output
     lines = read_jsonl(out / "predictions.jsonl")
     assert [r["frame"] for r in lines] == list(range(9))

@@ -38,6 +38,9 @@ def test_cli_reference_lists_every_command_and_option():
         if len(path) > 1:
             assert f"## `{' '.join(path)}`" in text, path
         for param in cmd.params:
+            if getattr(param, "hidden", False):  # deprecated old names, kept for one release: not in the reference
+                assert (param.help or "").startswith("Deprecated: "), (path, param.opts)
+                continue
             for opt in param.opts if not type(param).__name__.endswith("Argument") else []:
                 assert f"`{opt}" in text or f" {opt}" in text, (path, opt)
                 seen += 1

@@ -210,7 +210,7 @@ def test_export_refuses_to_write_over_its_checkpoint(world, tmp_path, capsys):
     before = ckpt.read_bytes()
     code, text = run_cli(["export", str(ckpt), "-o", str(ckpt), "--imgsz", "64"], capsys, as_nobody=False)
     assert code == 2 and "Traceback" not in text
-    assert f"error: the output {ckpt} is the checkpoint being exported" in text
+    assert f"error: output ONNX file {ckpt} is the input {ckpt}; writing there would overwrite it." in text
     assert ckpt.read_bytes() == before
 
 
@@ -240,8 +240,8 @@ class _DiskFills:
 @pytest.mark.parametrize(
     "command, template, target",
     [
-        ("export", "export {ckpt} -o {out}/g.onnx --imgsz 64 --no-check --no-simplify", "g.onnx"),
-        ("build-engine", "build-engine {onnx} -o {out}/g.engine --target sm89", "g.engine"),
+        ("export", "export {ckpt} -o {out}/g.onnx --imgsz 64 --no-check --no-simplify --exist-ok", "g.onnx"),
+        ("build-engine", "build-engine {onnx} -o {out}/g.engine --target sm89 --exist-ok", "g.engine"),
         ("benchmark", "benchmark {onnx} --iters 1 --warmup 0 --frame 64x64 --json {out}/b.json", "b.json"),
     ],
 )

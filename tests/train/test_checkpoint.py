@@ -122,8 +122,10 @@ def test_save_is_atomic(tmp_path, monkeypatch):
 
 
 def test_missing_empty_truncated_and_foreign_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no such checkpoint file"):
+    with pytest.raises(FileNotFoundError, match=r"checkpoint .*nope.pt does not exist; expected a .pt checkpoint"):
         load_checkpoint(tmp_path / "nope.pt")
+    with pytest.raises(IsADirectoryError, match=rf"checkpoint {tmp_path} is a folder; expected a .pt checkpoint"):
+        load_checkpoint(tmp_path)
     empty = tmp_path / "empty.pt"
     empty.write_bytes(b"")
     with pytest.raises(ModelFileError, match="empty.pt: is empty"):

@@ -38,7 +38,8 @@ def test_precedence_defaults_file_options_overrides(tmp_path):
 @pytest.mark.parametrize(
     ("items", "message"),
     [
-        (["lr=0.1"], "unknown key(s) lr"),
+        (["lr=0.1"], "override: unknown key lr (did you mean lr0 or lrf?); expected hyperparameter names"),
+        (["mosaik=0", "epoch=3"], "unknown keys epoch (did you mean epochs or epoch_end?), mosaik (did you mean mosaic?)"),
         (["epochs=ten"], "epochs='ten'; expected an integer"),
         (["mosaic=yes please"], "mosaic='yes please'; expected a number"),
         (["schedule=step"], "schedule='step'; expected one of linear, cosine, cosine_restarts"),
@@ -58,7 +59,10 @@ def test_bad_hyp_file(tmp_path):
         load_hyp(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("lr0: 0.01\nwarmup: 3\n")
-    with pytest.raises(ValueError, match="unknown key.*warmup"):
+    with pytest.raises(ValueError, match=r"unknown key warmup \(did you mean warmup_\w+"):
+        load_hyp(bad)
+    bad.write_text("lr0: 0.01\nmosaic: [1, 2\nfliplr: 0.5\n")
+    with pytest.raises(ValueError, match=rf"hyperparameter file {bad}:3:7 is not valid YAML: expected ',' or ']'"):
         load_hyp(bad)
 
 

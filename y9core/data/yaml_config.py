@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from y9core.errors import DataError
+from y9core.yaml_errors import yaml_error_at
 
 from .paths import list_images
 
@@ -138,7 +139,7 @@ def load_data_yaml(path: str | Path, *, require: tuple[str, ...] = ("train", "va
     try:
         raw = yaml.safe_load(yaml_path.read_text())
     except yaml.YAMLError as exc:
-        raise DataError(f"data.yaml {yaml_path} is not valid YAML ({exc.__class__.__name__}).") from None
+        raise DataError(f"data.yaml {yaml_error_at(yaml_path, exc)}.") from None
     if not isinstance(raw, dict):
         raise DataError(f"data.yaml {yaml_path} holds a {type(raw).__name__}; expected a mapping of keys.")
     root_value = raw.get("path") or "."

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from y9core.errors import BackendUnavailableError, EngineMismatchError, Y9Error
+from y9core.wording import change, plural
 
 DEFAULT_THRESHOLD_POINTS = 0.5
 
@@ -69,7 +70,7 @@ class VerifyResult:
         return (
             f"{what}: mAP50-95 {100 * self.candidate_map50_95:.2f} (mAP50 {100 * self.candidate_map50:.2f}) vs "
             f"{100 * self.reference_map50_95:.2f} ({100 * self.reference_map50:.2f}) for {self.reference.name} on "
-            f"{self.images} images of {self.data} '{self.split}': a drop of {self.drop_points:.2f} points "
+            f"{plural(self.images, 'image')} of {self.data} '{self.split}': {change(-self.drop_points)} "
             f"(threshold {self.threshold_points:g})"
         )
 

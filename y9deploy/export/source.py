@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from y9core.file_paths import expect_file
 from y9deploy.engine.manifest import file_sha256
 
 
@@ -37,10 +38,7 @@ def load_source(source: Any) -> tuple[Any, str, str]:
         return model, state_dict_sha256(model), getattr(source, "name", type(source).__name__)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"checkpoint {path} does not exist; expected a y9 or official YOLOv9 .pt file (or pass a model)"
-            )
+        expect_file(path, "checkpoint", "a y9 or official YOLOv9 .pt file (or pass a model)")
         from y9train.checkpoint import load_checkpoint
 
         model = load_checkpoint(path).float().eval()

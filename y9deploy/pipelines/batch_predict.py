@@ -25,12 +25,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import cv2
 import numpy as np
 
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
+from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, read_url_image, source_roots, url_kind
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
     IMAGE_SUFFIXES,
@@ -71,26 +73,34 @@ class PredictSummary:
         return EXIT_INTERRUPTED if self.interrupted else EXIT_SKIPPED if self.skipped else EXIT_OK
 
 
-def collect_sources(source: str | Path) -> tuple[list[Path], list[str | Path]]:
-    """A file, a folder (searched recursively, sorted) or a stream URL / camera index -> (images, videos).
+def collect_sources(source: str | Path) -> tuple[list[Path | str], list[str | Path]]:
+    """A file, a folder (searched recursively, sorted), a glob, a URL or a camera index -> (images, videos); an
+    image URL is one image, a video file URL one video, a stream URL or camera index one live video
+    (``y9deploy.pipelines.sources``).
 
     Raises:
-        FileNotFoundError: the path does not exist. ValueError: a file of another type, or a folder with no
-        image or video in it.
+        FileNotFoundError: the path does not exist, or no file matches the glob. ValueError: a file of another
+        type, or a folder with no image or video in it.
     """
     text = str(source)
+    if is_url(text):
+        return ([text], []) if url_kind(text) == "image" else ([], [text])
     if is_live(text):
         return [], [text]
     path = Path(source)
-    if not path.exists():
+    if has_glob(text) and not path.exists():
+        files = expand_glob(text)
+    elif not path.exists():
         raise FileNotFoundError(
-            f"source {path} does not exist; expected an image, a video, a folder or a stream URL."
+            f"source {path} does not exist; expected an image, a video, a folder, a glob or a stream URL."
         )
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    images = [p for p in files if p.suffix.lower() in IMAGE_SUFFIXES]
+    else:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    images: list[Path | str] = [p for p in files if p.suffix.lower() in IMAGE_SUFFIXES]
     videos: list[str | Path] = [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES]
     if not images and not videos:
         what = f"folder {path} holds no" if path.is_dir() else f"{path} is not an"
+        what = f"no file matching {text} is an" if has_glob(text) and not path.exists() else what
         raise ValueError(
             f"{what} image ({', '.join(IMAGE_SUFFIXES)}) or video ({', '.join(VIDEO_SUFFIXES)}) file."
         )
@@ -103,9 +113,10 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
     Raises:
         ValueError: one sentence naming both folders.
     """
-    if is_live(source):
+    roots = source_roots(source)
+    if not roots:
         return
-    src, out = Path(source).resolve(), Path(save_dir).resolve()
+    src, out = roots[0].resolve(), Path(save_dir).resolve()
     if src.is_dir() and (out == src or src in out.parents):
         where = "is the source folder" if out == src else f"is inside the source folder {source}"
         raise ValueError(f"--save-dir {save_dir} {where}; outputs there could overwrite or mix with the inputs. "
@@ -118,11 +129,17 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
 def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
     stem, suffix = Path(name).stem, Path(name).suffix
     candidate, k = name, 1
-    while candidate in used or (save_dir / candidate).resolve() in inputs:
+    while candidate in used or (save_dir / candidate).resolve() in inputs or (save_dir / candidate).exists():
         candidate = f"{stem}_{k}{suffix}"
         k += 1
     used.add(candidate)
     return save_dir / candidate
+
+
+def _url_file_name(url: str) -> str:
+    """The annotated copy's name for an image URL: the URL path's last part, with an image extension."""
+    name = Path(urlsplit(url).path).name or "image"
+    return name if Path(name).suffix.lower() in IMAGE_SUFFIXES else f"{name}.jpg"
 
 
 def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
@@ -150,6 +167,7 @@ def predict_source(
     reconnect: ReconnectPolicy | None = None,
     max_frames: int | None = None,
     final_json: bool = True,
+    append: bool = False,
     jsonl_stream: IO[str] | None = None,
     track: Any = None,
     stop: threading.Event | None = None,
@@ -172,6 +190,8 @@ def predict_source(
         policy, reconnect: the ``FrameReader`` policy and back-off for videos and streams.
         max_frames: stop each video or stream after this many frames.
         final_json: build ``predictions.json`` from the JSON lines at the end.
+        append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
+            rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
         stop: set it to end the run after the current frame.
@@ -234,29 +254,35 @@ def predict_source(
 
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-        writer = ResultsWriter(out_dir, stream=jsonl_stream, tracking=track is not None)
+        writer = ResultsWriter(out_dir, stream=jsonl_stream, append=append, tracking=track is not None)
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
-        inputs = {Path(p).resolve() for p in images}
-        inputs |= {Path(str(v)).resolve() for v in videos if not is_live(v)}
+        inputs = {Path(p).resolve() for p in images if not is_url(p)}
+        inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
                            warn, on_frame, track)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
         t0 = time.perf_counter()
+        finished = False
         try:
             session.images(images)
             for video in videos:
                 if stop.is_set():
                     break
                 session.video(video, reading)
+            finished = True
         finally:
             summary.interrupted = stop.is_set()
             summary.seconds = time.perf_counter() - t0
             writer.close()
-            if writer.jsonl_path is not None and final_json:
+            if not finished and writer.frames == 0 and not append:  # e.g. a camera that cannot be opened
+                for empty in (writer.jsonl_path, writer.csv_path):  # nothing was done: nothing is left behind
+                    if empty is not None:
+                        empty.unlink(missing_ok=True)
+            elif writer.jsonl_path is not None and final_json:
                 summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
                                                      model=str(getattr(det, "path", model)), names=names,
                                                      skipped=summary.skipped,
@@ -294,8 +320,8 @@ class _Session:
         self.summary.skipped.append((str(source), str(exc)))
         self.warn(f"skipped {source}: {exc}")
 
-    def images(self, images: list[Path]) -> None:
-        """Images ``batch`` at a time; an unreadable one is skipped."""
+    def images(self, images: list[Path | str]) -> None:
+        """Images ``batch`` at a time (files, or an image URL read once); an unreadable one is skipped."""
         from y9deploy.draw import draw_detections
         from y9deploy.runtime.image_file import read_image
 
@@ -306,7 +332,7 @@ class _Session:
             for path in chunk:
                 t = time.perf_counter()
                 try:
-                    frames.append(read_image(path))
+                    frames.append(read_url_image(path) if is_url(path) else read_image(path))
                 except (OSError, ValueError) as exc:
                     self.skip(path, exc)
                     continue
@@ -321,7 +347,8 @@ class _Session:
                 self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
                 self.summary.images += 1
                 if self.out_dir is not None:
-                    out = _unique(self.out_dir, path.name, self.used, self.inputs)
+                    name = _url_file_name(path) if is_url(path) else Path(path).name
+                    out = _unique(self.out_dir, name, self.used, self.inputs)
                     cv2.imwrite(str(out), draw_detections(frame, dets))
                     self.summary.outputs.append(out)
 

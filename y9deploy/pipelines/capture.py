@@ -20,18 +20,14 @@ import cv2
 import numpy as np
 
 from y9core.errors import SourceError
+from y9deploy.pipelines.sources import IMAGE_SUFFIXES, VIDEO_SUFFIXES, is_url, url_kind  # noqa: F401 - re-exported
 
-VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg", ".wmv", ".ts")
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "rtmp": 1935, "http": 80, "https": 443}
 
 
 def is_stream_url(source: Any) -> bool:
-    return (
-        str(source)
-        .lower()
-        .startswith(("rtsp://", "rtsps://", "rtmp://", "http://", "https://", "udp://", "tcp://"))
-    )
+    """A URL of a live stream (rtsp, rtmp, MJPEG, HLS ...), not of an image or video file (``sources.url_kind``)."""
+    return is_url(source) and url_kind(str(source)) == "stream"
 
 
 def is_camera(source: Any) -> bool:
@@ -85,7 +81,7 @@ def open_capture(source: str | Path | int, *, timeout_s: float = 5.0) -> cv2.Vid
             raise SourceError(f"camera {int(source)} could not be opened (no such device, or it is in use).")
         return cap
     text = str(source)
-    if is_stream_url(text):
+    if is_url(text):  # streams, and video files behind a URL: FFmpeg with timeouts
         ms = int(timeout_s * 1000)
         params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
         cap = cv2.VideoCapture(text, cv2.CAP_FFMPEG, params)

@@ -44,8 +44,9 @@ def frame_record(
 
 class ResultsWriter:
     """Append-and-flush writer of ``predictions.jsonl`` and ``predictions.csv`` in ``save_dir`` (either may be
-    off), and/or JSON lines to ``stream``. A new writer starts new files (a previous run's are replaced).
-    ``tracking``: the CSV gets a ``track_id`` column (empty where a detection has no track)."""
+    off), and/or JSON lines to ``stream``. A new writer starts new files (a previous run's are replaced), or with
+    ``append`` adds to them (the CSV header is written only into a new or empty file). ``tracking``: the CSV gets a
+    ``track_id`` column (empty where a detection has no track)."""
 
     def __init__(
         self,
@@ -55,6 +56,7 @@ class ResultsWriter:
         csv_rows: bool = True,
         stream: IO[str] | None = None,
         tracking: bool = False,
+        append: bool = False,
     ) -> None:
         self.save_dir = Path(save_dir) if save_dir is not None else None
         self.stream = stream
@@ -62,10 +64,11 @@ class ResultsWriter:
         self.frames = 0
         self.jsonl_path = self.save_dir / JSONL_NAME if self.save_dir is not None and jsonl else None
         self.csv_path = self.save_dir / CSV_NAME if self.save_dir is not None and csv_rows else None
-        self._jsonl = self.jsonl_path.open("w", encoding="utf-8") if self.jsonl_path else None
-        self._csv_fh = self.csv_path.open("w", newline="", encoding="utf-8") if self.csv_path else None
+        mode = "a" if append else "w"
+        self._jsonl = self.jsonl_path.open(mode, encoding="utf-8") if self.jsonl_path else None
+        self._csv_fh = self.csv_path.open(mode, newline="", encoding="utf-8") if self.csv_path else None
         self._csv = csv.writer(self._csv_fh) if self._csv_fh else None
-        if self._csv is not None:
+        if self._csv is not None and self._csv_fh.tell() == 0:  # type: ignore[union-attr]
             self._csv.writerow(CSV_HEADER + (["track_id"] if tracking else []))
             self._csv_fh.flush()  # type: ignore[union-attr]
 

@@ -7,14 +7,13 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from y9core.file_paths import expect_file
+
 
 def read_image(path: str | Path) -> np.ndarray:
     """An image file -> ndarray[H, W, 3] uint8 BGR; FileNotFoundError / ValueError with the path named."""
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(
-            f"image {p} does not exist." if not p.exists() else f"image path {p} is not a file."
-        )
+    expect_file(p, "image")
     data = np.fromfile(str(p), dtype=np.uint8)
     img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if img is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from y9core.file_paths import expect_file
 from y9deploy.runtime.backend import Backend
 
 ENGINE_SUFFIXES = (".engine", ".trt", ".plan")
@@ -52,12 +53,8 @@ def open_backend(
     Raises:
         FileNotFoundError, ModelFileError, EngineMismatchError, BackendUnavailableError, ValueError.
     """
-    path = Path(path)
+    path = expect_file(path, "model file", "a .engine, .onnx or .pt file")
     kind = backend_kind(path)
-    if not path.exists():
-        raise FileNotFoundError(f"model file {path} does not exist.")
-    if not path.is_file():
-        raise FileNotFoundError(f"model path {path} is a directory, not a model file.")
     backend: Any
     if compile and kind != "torch":
         raise ValueError(f"compile=True applies to .pt checkpoints (torch.compile); {path.name} is not one.")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
+from y9core.wording import count_range
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,
@@ -55,7 +56,7 @@ def select_input_shape(
     if not (len(mn) == len(opt) == len(mx)) or len(mn) < 1:
         raise ValueError(f"{where}: the optimization profile {profile} is malformed.")
     if not mn[0] <= batch <= mx[0]:
-        raise ValueError(f"{where} accepts batches of {mn[0]} to {mx[0]} images (its profile), not {batch}.")
+        raise ValueError(f"{where} accepts batches of {count_range(mn[0], mx[0], 'image')} (its profile), not {batch}.")
     rest = tuple(lo if lo == hi else o for lo, o, hi in zip(mn[1:], opt[1:], mx[1:]))
     return (int(batch), *rest)
 
@@ -300,7 +301,7 @@ class TensorRTBackend:
         b = int(batch.shape[0])
         lo, hi = self.batch_range
         if not lo <= b <= hi:
-            raise ValueError(f"{self.path} accepts batches of {lo} to {hi} images (its profile), not {b}.")
+            raise ValueError(f"{self.path} accepts batches of {count_range(lo, hi, 'image')} (its profile), not {b}.")
         if tuple(batch.shape[1:]) != (3, *self.input_hw):
             raise ValueError(
                 f"the batch has shape {tuple(batch.shape)}; expected [B, 3, {self.input_hw[0]}, "

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
+from y9core.file_paths import expect_file
 from y9deploy.runtime.backend import DEFAULT_LETTERBOX, ModelInfo, is_torch_tensor, parse_device
 
 MAX_BATCH = 256
@@ -47,8 +48,7 @@ def load_deploy_model(source: Any, *, fuse: bool = True) -> Any:
         from y9train.checkpoint import load_checkpoint
 
         path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"checkpoint {path} does not exist.")
+        expect_file(path, "checkpoint", "a .pt file")
         try:
             model = load_checkpoint(path)
         except (FileNotFoundError, ModelFileError):

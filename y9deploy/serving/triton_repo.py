@@ -313,11 +313,12 @@ def write_triton_repo(
     model_dir = root / name
     if model_dir.resolve() in served.path.resolve().parents:
         raise ValueError(
-            f"{served.path} lies inside {model_dir}, which would be replaced; choose another --out."
+            f"{served.path} lies inside {model_dir}, which would be replaced; choose another --output."
         )
     if model_dir.exists() and not overwrite:
         raise ValueError(
-            f"{model_dir} already exists; pass --overwrite to replace it, or choose another --name."
+            f"{model_dir} already exists (the model folder of an earlier run); expected a new one: choose another "
+            "--name, or pass --exist-ok (overwrite=True) to replace it."
         )
     text = render_config(served, name, max_batch_size=max_batch_size, preferred=preferred,
                          instances=instances, kind=kind)  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from y9core.errors import Y9Error
+from y9core.yaml_errors import yaml_error_at
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 MODEL_NAMES: tuple[str, ...] = (
@@ -116,7 +117,7 @@ def _load_file(path: str) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+        raise ConfigError(f"model config {yaml_error_at(path, exc)}.") from None
     return validate(raw, path)
 
 
