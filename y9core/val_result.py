@@ -44,6 +44,14 @@ class ValResult:
     def fitness(self) -> float:
         return self.metrics["fitness"]
 
+    def __str__(self) -> str:
+        m = self.metrics
+        pct = {k: "-" if m.get(k) != m.get(k) else f"{100 * m[k]:.1f}" for k in METRIC_KEYS if k in m}  # nan: "-"
+        return (
+            f"{self.images} images, {self.targets} boxes, {self.detections} detections, {self.seconds:.1f} s: "
+            f"mAP50-95 {pct['map50_95']}, mAP50 {pct['map50']}, P {pct['precision']}, R {pct['recall']} (percent)"
+        )
+
 
 def require_metrics_backend() -> None:
     """Raise one sentence when the COCO evaluation package is missing."""
