@@ -141,6 +141,21 @@ def register(app: typer.Typer) -> None:
         no_images: Annotated[
             bool, typer.Option("--no-images", help="Write JSON/CSV only, no annotated copies.")
         ] = False,
+        # -- optional result files (y9deploy.pipelines.prediction_files) --
+        save_txt: Annotated[
+            bool, typer.Option("--save-txt", help="labels/<image>.txt: YOLO-format lines class cx cy w h (normalised).")
+        ] = False,
+        save_conf: Annotated[
+            bool, typer.Option("--save-conf", help="With --save-txt: a sixth column, the confidence.")
+        ] = False,
+        save_crop: Annotated[
+            bool, typer.Option("--save-crop", help="crops/<class name>/<image>_<k>.jpg: each detection's pixels.")
+        ] = False,
+        save_json: Annotated[
+            bool,
+            typer.Option("--save-json", help="predictions_coco.json: the COCO results format (image_id, "
+                         "category_id = class id, bbox x,y,w,h, score)."),
+        ] = False,  # fmt: skip
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.
 
@@ -159,6 +174,7 @@ def register(app: typer.Typer) -> None:
 
         from y9deploy.pipelines.batch_predict import predict_source
         from y9deploy.pipelines.class_options import parse_class_conf
+        from y9deploy.pipelines.prediction_files import SaveOptions
         from y9deploy.pipelines.tiling import TileOptions
         from y9deploy.pipelines.video import ReconnectPolicy
 
@@ -205,6 +221,7 @@ def register(app: typer.Typer) -> None:
                 reconnect=ReconnectPolicy(attempts=reconnect_attempts),
                 max_frames=max_frames,
                 final_json=final_json,
+                save=SaveOptions(txt=save_txt, conf=save_conf, crop=save_crop, coco_json=save_json),
                 jsonl_stream=sys.stdout if stdout else None,
                 stop=stop,
                 on_start=lambda total: bar.update(task, total=total),
@@ -229,7 +246,8 @@ def register(app: typer.Typer) -> None:
             echo(
                 f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
                 f"{', predictions.json' if summary.json_path else ''}"
-                f"{', annotated outputs' if summary.outputs else ''})"
+                f"{', annotated outputs' if summary.outputs else ''}"
+                f"{''.join(', ' + p.name + ('/' if p.is_dir() else '') for p in summary.files)})"
             )
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)

@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
+from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
@@ -61,6 +62,7 @@ class PredictSummary:
     interrupted: bool = False
     dropped: int = 0  # frames dropped by the ``latest`` policy
     reconnects: int = 0
+    files: list[Path] = field(default_factory=list)  # labels/, crops/, predictions_coco.json (``SaveOptions``)
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +148,7 @@ def predict_source(
     reconnect: ReconnectPolicy | None = None,
     max_frames: int | None = None,
     final_json: bool = True,
+    save: SaveOptions | None = None,
     jsonl_stream: IO[str] | None = None,
     stop: threading.Event | None = None,
     on_start: Callable[[int | None], None] | None = None,
@@ -167,6 +170,7 @@ def predict_source(
         policy, reconnect: the ``FrameReader`` policy and back-off for videos and streams.
         max_frames: stop each video or stream after this many frames.
         final_json: build ``predictions.json`` from the JSON lines at the end.
+        save: YOLO label files, crops per class, COCO results (``prediction_files.SaveOptions``; needs save_dir).
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
@@ -185,6 +189,8 @@ def predict_source(
         raise ValueError(f"vid_stride={vid_stride!r}; expected 1 (every frame) or more.")
     warn = on_warning or (lambda msg: None)
     stop = stop or threading.Event()
+    if save is not None and save.any and save_dir is None:
+        raise ValueError("label files, crops and COCO results need a save_dir; expected --save-dir DIR with them.")
     images, videos = collect_sources(source)
     out_dir = Path(save_dir) if save_dir is not None else None
     if out_dir is not None:
@@ -226,13 +232,14 @@ def predict_source(
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         writer = ResultsWriter(out_dir, stream=jsonl_stream)
+        files = PredictionFiles(out_dir, save) if save is not None and save.any else None
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
         inputs = {Path(p).resolve() for p in images}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_live(v)}
         session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           warn, on_frame)  # fmt: skip
+                           warn, on_frame, files)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
@@ -247,6 +254,8 @@ def predict_source(
             summary.interrupted = stop.is_set()
             summary.seconds = time.perf_counter() - t0
             writer.close()
+            if files is not None:
+                summary.files = files.close()
             if writer.jsonl_path is not None and final_json:
                 summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
                                                      model=str(getattr(det, "path", model)), names=names,
@@ -270,6 +279,7 @@ class _Session:
     batch: int
     warn: Callable[[str], None]
     on_frame: Callable[[str, int], None] | None
+    files: PredictionFiles | None = None  # label files, crops, COCO rows
     used: set[str] = field(default_factory=set)
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
@@ -308,6 +318,8 @@ class _Session:
             infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
             for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
                 self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
+                if self.files is not None:
+                    self.files.add(str(path), None, frame, dets)
                 self.summary.images += 1
                 if self.out_dir is not None:
                     out = _unique(self.out_dir, path.name, self.used, self.inputs)
@@ -351,6 +363,8 @@ class _Session:
                     latency = (time.time() - f.captured) * 1e3
                     self.record(str(video), f.index, dets, captured=f.captured if live else None,
                                 timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency})  # fmt: skip
+                    if self.files is not None:
+                        self.files.add(str(video), f.index, f.image, dets)
                     if out is not None:
                         if writer is None:
                             h, w = f.image.shape[:2]
