@@ -185,20 +185,9 @@ class Detections:
         Raises:
             ValueError: a class id that ``category_ids`` does not cover.
         """
-        cats = [int(c) for c in self.class_id]
-        if category_ids is not None:
-            table = dict(category_ids) if isinstance(category_ids, Mapping) else dict(enumerate(category_ids))
-            missing = sorted({c for c in cats if c not in table})
-            if missing:
-                raise ValueError(
-                    f"category_ids has no entry for class id {missing[0]}; expected one category id per class id."
-                )
-            cats = [int(table[c]) for c in cats]
-        x1, y1, x2, y2 = (self.xyxy[:, k].astype(np.float64) for k in range(4))
-        boxes = np.stack([x1, y1, x2 - x1, y2 - y1], 1).tolist()
-        scores = self.confidence.astype(np.float64).tolist()
-        return [{"image_id": image_id, "category_id": c, "bbox": b, "score": s}
-                for c, b, s in zip(cats, boxes, scores)]  # fmt: skip
+        from y9core.coco_results import coco_rows
+
+        return coco_rows(self.xyxy, self.confidence, self.class_id, image_id, category_ids)
 
     def to_supervision(self) -> Any:
         """supervision's ``sv.Detections`` (the optional ``supervision`` package: ``pip install "y9[supervision]"``)

@@ -30,6 +30,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from y9core.coco_results import coco_image_id
+
 LABELS_DIR, CROPS_DIR, COCO_JSON_NAME = "labels", "crops", "predictions_coco.json"
 _UNSAFE = re.compile(r"[^\w .()+-]+")
 
@@ -71,11 +73,6 @@ def crop_box(box: Any, frame_hw: tuple[int, int]) -> tuple[int, int, int, int]:
     x1, y1 = max(0, math.floor(float(box[0]))), max(0, math.floor(float(box[1])))
     x2, y2 = min(w, math.ceil(float(box[2]))), min(h, math.ceil(float(box[3])))
     return x1, y1, x2, y2
-
-
-def coco_image_id(stem: str) -> int | str:
-    """The COCO image id of a file stem: the number when it is one (000000000139 -> 139), else the stem."""
-    return int(stem) if stem.isdigit() else stem
 
 
 def folder_name(class_name: str) -> str:
