@@ -34,7 +34,19 @@ _LAZY = {
     "Y9Error": ("y9core.errors", "Y9Error"),
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__ = [
+    "Detections",
+    "Detector",
+    "Model",
+    "ModelSummary",
+    "Y9Error",
+    "benchmark",
+    "build_engine",
+    "default_model_path",
+    "export",
+    "train",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from y9.model import Model, ModelSummary

@@ -26,7 +26,18 @@ _LAZY = {
     "default_model_path": "y9deploy.default_model",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__ = [
+    "BenchmarkResult",
+    "Detections",
+    "Detector",
+    "TritonDetector",
+    "Y9Error",
+    "benchmark",
+    "build_engine",
+    "default_model_path",
+    "export_onnx",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from y9core.errors import Y9Error

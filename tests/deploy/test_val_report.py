@@ -111,7 +111,7 @@ def _slow_confusion_diagonal(preds: list[dict], boxes: dict[int, np.ndarray], co
             by_image[p["image_id"]].append(p)
     for image_id, dets in by_image.items():
         pairs = []
-        for g, (c, x1, y1, x2, y2) in enumerate(boxes[image_id]):
+        for g, (_, x1, y1, x2, y2) in enumerate(boxes[image_id]):
             for d, p in enumerate(dets):
                 x, y, w, h = p["bbox"]
                 iw, ih = max(0.0, min(x2, x + w) - max(x1, x)), max(0.0, min(y2, y + h) - max(y1, y))

@@ -60,6 +60,8 @@ def test_every_y9_name_is_the_library_object():
     for name, obj in expected.items():
         assert getattr(y9, name) is obj, name
     assert y9.Detector is y9deploy.Detector
+    for name in y9.__all__ + y9deploy.__all__:  # every listed name resolves
+        assert getattr(y9 if name in y9.__all__ else y9deploy, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         y9.Nope  # noqa: B018
 
