@@ -121,7 +121,12 @@ def write_val_report(
 
 
 def _pictures(result: Any, names: list[str], matrix: Any, folder: Path) -> list[Path]:
-    from y9core.val_plots import plot_confidence_curve, plot_confusion_matrix, plot_pr_curve, require_matplotlib
+    from y9core.val_plots import (
+        plot_confidence_curve,
+        plot_confusion_matrix,
+        plot_pr_curve,
+        require_matplotlib,
+    )
 
     require_matplotlib()
     out = [plot_confusion_matrix(matrix, names, folder / PICTURES[0], normalized=False),

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import y9
-from tests.deploy.embedded import COCO8, IMGSZ
 from tests.conftest import TEST_DATA
+from tests.deploy.embedded import COCO8, IMGSZ
 
 
 def _recorded_imgsz(path) -> tuple[int, int]:

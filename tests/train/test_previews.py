@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from y9core.palette import class_color
-from y9train.previews import LABELS_PX, BATCHES, TrainingPreviews, batch_grid, plot_labels
+from y9train.previews import BATCHES, LABELS_PX, TrainingPreviews, batch_grid, plot_labels
 
 NAMES = ["cat", "dog", "bird"]
 
