@@ -232,16 +232,27 @@ class Model:
             self._hold(weights)
         return result
 
-    def val(self, data: str | Path, **options: Any) -> Any:
+    def val(
+        self, data: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False, **options: Any
+    ) -> Any:
         """COCO metrics on a data.yaml split (``y9deploy.validate_deployed.val_model``, as ``y9 val``; options
         ``split``, ``batch``, ``conf``, ``iou``, ``device`` ...). A checkpoint is validated at its trained size
-        unless ``imgsz`` is given. Returns ``y9core.val_result.ValResult``."""
+        unless ``imgsz`` is given. ``save_dir``: also write the report files there (``y9core.val_report``:
+        metrics.json, curves, confusion matrix, pictures; ``save_json``: predictions.json). Returns
+        ``y9core.val_result.ValResult``."""
         path = self._needs_weights("be validated")
         from y9deploy.validate_deployed import val_model
 
         if self.kind == "checkpoint" and options.get("imgsz") is None:
             options["imgsz"] = self.imgsz[0] if self.imgsz[0] == self.imgsz[1] else max(self.imgsz)
-        return val_model(data, path, **options)
+        result = val_model(data, path, **options)
+        if save_dir is not None:
+            from y9core.val_report import write_val_report
+
+            about = {"model": str(path), "data": str(data), "split": options.get("split", "val"),
+                     "imgsz": options.get("imgsz")}  # fmt: skip
+            write_val_report(result, save_dir, save_json=save_json, about=about)
+        return result
 
     def export(self, path: str | Path | None = None, **options: Any) -> Path:
         """ONNX export of a checkpoint (``y9deploy.export_onnx``; options ``dynamic_batch``, ``half``, ``end2end``
