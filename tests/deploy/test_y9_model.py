@@ -41,6 +41,19 @@ def test_info_of_an_onnx_model_is_what_the_detector_reads(embedded_export):
     assert info.params is None and info.gflops is None
 
 
+def test_info_of_an_engine_reads_its_manifest(embedded_export, tmp_path):
+    pytest.importorskip("tensorrt_rtx")
+    from y9deploy.engine.builder import build_engine
+    from y9deploy.engine.manifest import read_manifest
+
+    onnx = embedded_export(IMGSZ)
+    engine = build_engine(onnx, tmp_path / "m.engine", target="sm89")  # ahead of time: no GPU needed to build
+    info = y9.Model(engine).info()
+    manifest = read_manifest(engine)
+    assert info.kind == "engine" and info.imgsz == tuple(manifest.imgsz) and list(info.names) == manifest.names
+    assert info.names == y9.Model(onnx).info().names
+
+
 def test_predict_is_the_detectors_on_frames_paths_and_folders(embedded_pt, coco8, tmp_path):
     folder = tmp_path / "images"
     folder.mkdir()
