@@ -179,13 +179,21 @@ def val_command(
     device: Annotated[str | None, typer.Option("--device", help="cpu or a GPU index.")] = None,
     workers: Annotated[int, typer.Option("--workers")] = 8,
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
+    save_json: Annotated[
+        bool, typer.Option("--save-json", help="Also write predictions.json: every detection, COCO results format.")
+    ] = False,
 ) -> None:
-    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
+    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split;
+    metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
+    from y9core.val_report import write_val_report
     from y9deploy.validate_deployed import val_model
 
     res = val_model(
         data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
     )
+    folder = _new_val_folder()
+    about = {"model": str(model), "data": str(data), "split": split, "imgsz": imgsz, "conf": conf, "iou": iou}
+    report = write_val_report(res, folder, save_json=save_json, about=about)
     m = res.metrics
     typer.echo(f"{res.images} images, {res.targets} boxes, {res.detections} detections, {res.seconds:.1f} s")
     typer.echo("class                n_gt     P     R  mAP50  mAP50-95")
@@ -203,6 +211,24 @@ def val_command(
         f"AP small {_pct(m['map_small'])}  medium {_pct(m['map_medium'])}  large {_pct(m['map_large'])}  "
         f"fitness {m['fitness']:.4f}"
     )
+    typer.echo(f"saved to {folder}: {', '.join(p.name for p in report.files)}")
+    for note in report.notes:
+        typer.echo(f"note: {note}")
+
+
+def _new_val_folder(project: str = "runs", name: str = "val") -> Path:
+    """A new folder runs/val, runs/val2, ... taken atomically (mkdir without exist_ok), so that no earlier results
+    are written over. (Stands in until the shared run-folder rule, y9core.run_dir, is on main.)"""
+    root = Path(project)
+    root.mkdir(parents=True, exist_ok=True)
+    k = 1
+    while True:
+        path = root / (name if k == 1 else f"{name}{k}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            k += 1
 
 
 def register(app: typer.Typer) -> None:

@@ -88,6 +88,13 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     model.val(TEST_DATA / "coco8.yaml", batch=4)
     assert seen["val"] == {"imgsz": h, "batch": 4}
     model.val(TEST_DATA / "coco8.yaml", imgsz=320)  # an explicit size wins
+    import y9core.val_report as report_module
+
+    monkeypatch.setattr(report_module, "write_val_report", lambda res, folder, **kw: seen.setdefault("report", {
+        **kw, "folder": folder}))  # fmt: skip
+    model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
+    assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
+    assert seen["report"]["about"]["imgsz"] == h
     model.export("out.onnx", dynamic_batch=True)
     assert seen["export"]["imgsz"] == h == w and seen["export"]["dynamic_batch"] is True
     with pytest.raises(AttributeError):  # the fake train returns None: the Model keeps its weights
