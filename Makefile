@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --durations=15
 
 lint: $(STAMP)
-	$(BIN)/ruff check y9core y9train y9deploy y9cli tests samples benchmarks
+	$(BIN)/ruff check y9 y9core y9train y9deploy y9cli tests samples benchmarks
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache

@@ -163,6 +163,21 @@ def register(app: typer.Typer) -> None:
         track: TrackOption = None,  # tracking and counting: y9cli/track_options.py
         count_line: CountLineOption = None,
         zone: ZoneOption = None,
+        # -- optional result files (y9deploy.pipelines.prediction_files) --
+        save_txt: Annotated[
+            bool, typer.Option("--save-txt", help="labels/<image>.txt: YOLO-format lines class cx cy w h (normalised).")
+        ] = False,
+        save_conf: Annotated[
+            bool, typer.Option("--save-conf", help="With --save-txt: a sixth column, the confidence.")
+        ] = False,
+        save_crop: Annotated[
+            bool, typer.Option("--save-crop", help="crops/<class name>/<image>_<k>.jpg: each detection's pixels.")
+        ] = False,
+        save_json: Annotated[
+            bool,
+            typer.Option("--save-json", help="predictions_coco.json: the COCO results format (image_id, "
+                         "category_id = class id, bbox x,y,w,h, score)."),
+        ] = False,  # fmt: skip
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.
 
@@ -179,6 +194,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from y9deploy.pipelines.batch_predict import predict_source
+        from y9deploy.pipelines.prediction_files import SaveOptions
         from y9deploy.pipelines.sources import source_roots
         from y9deploy.pipelines.video import ReconnectPolicy
 
@@ -207,6 +223,7 @@ def register(app: typer.Typer) -> None:
                 reconnect=ReconnectPolicy(attempts=reconnect_attempts), max_frames=max_frames,
                 final_json=final_json, jsonl_stream=sys.stdout if stdout else None, stop=stop,
                 track=track_options(track, count_line, zone),
+                save=SaveOptions(txt=save_txt, conf=save_conf, crop=save_crop, coco_json=save_json),
                 on_start=bar.start, on_frame=bar.advance,
                 on_warning=lambda msg: console.print(f"warning: {msg}", style="yellow", markup=False),
                 **filters,
@@ -300,5 +317,6 @@ def _report(summary, echo) -> None:
         echo(
             f"saved to {summary.save_dir} (predictions.jsonl, predictions.csv"
             f"{', predictions.json' if summary.json_path else ''}"
-            f"{', annotated outputs' if summary.outputs else ''})"
+            f"{', annotated outputs' if summary.outputs else ''}"
+            f"{''.join(', ' + p.name + ('/' if p.is_dir() else '') for p in summary.files)})"
         )

@@ -248,8 +248,13 @@ def val_command(
     project: ProjectOption = None,
     name: NameOption = None,
     exist_ok: ExistOkOption = False,
+    save_json: Annotated[
+        bool, typer.Option("--save-json", help="Also write predictions.json: every detection, COCO results format.")
+    ] = False,
 ) -> None:
-    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
+    """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split;
+    metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
+    from y9core.val_report import write_val_report
     from y9deploy.validate_deployed import val_model
 
     run = run_folder("val", project=project, name=name, exist_ok=exist_ok, inputs=[data, model])
@@ -257,11 +262,8 @@ def val_command(
         res = val_model(
             data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
         )
-    _print_metrics(res)
-    typer.echo(f"results: {run.path}")
-
-
-def _print_metrics(res) -> None:
+        about = {"model": str(model), "data": str(data), "split": split, "imgsz": imgsz, "conf": conf, "iou": iou}
+        report = write_val_report(res, run.path, save_json=save_json, about=about)
     m = res.metrics
     typer.echo(
         f"{plural(res.images, 'image')}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "
@@ -282,6 +284,10 @@ def _print_metrics(res) -> None:
         f"AP small {_pct(m['map_small'])}  medium {_pct(m['map_medium'])}  large {_pct(m['map_large'])}  "
         f"fitness {m['fitness']:.4f}"
     )
+    typer.echo(f"saved to {run.path}: {', '.join(p.name for p in report.files)}")
+    for note in report.notes:
+        typer.echo(f"note: {note}")
+
 
 
 def register(app: typer.Typer) -> None:

@@ -31,10 +31,22 @@ from collections.abc import Sequence
 import numpy as np
 
 from y9core.box_iou import box_iou
+from y9core.curves import ValCurves, confidence_curves, f1_score
 
-__all__ = ["evaluate", "fitness", "match_at_iou"]
+__all__ = ["evaluate", "evaluator_name", "fitness", "match_at_iou"]
 
 _logger = logging.getLogger(__name__)
+
+
+def evaluator_name() -> str:
+    """What computes the AP figures, with its version, as every validation report names it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("faster-coco-eval")
+    except PackageNotFoundError:
+        found = "(version unknown)"
+    return f"faster-coco-eval {found}: COCOeval_faster, COCO bbox AP at IoU 0.50:0.05:0.95, 101 recall points"
 _MAX_THRESHOLDS = 1000
 
 
@@ -154,19 +166,9 @@ def _best_f1(cls: np.ndarray, score: np.ndarray, tp: np.ndarray, n_gt: np.ndarra
         thr = np.unique(np.quantile(score, np.linspace(0.0, 1.0, _MAX_THRESHOLDS)))
     if len(thr) == 0:
         thr = np.array([0.0])
-    prec = np.zeros((len(classes), len(thr)))
-    rec = np.zeros((len(classes), len(thr)))
-    for row, c in enumerate(classes):
-        m = cls == c
-        s = score[m]
-        order = np.argsort(-s, kind="stable")
-        s_desc, cum_tp = s[order], np.r_[0, np.cumsum(tp[m][order])]
-        n_above = np.searchsorted(-s_desc, -thr, side="right")  # detections with score >= thr
-        tps = cum_tp[n_above]
-        prec[row] = np.where(n_above > 0, tps / np.maximum(n_above, 1), 0.0)
-        rec[row] = tps / n_gt[c]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(prec + rec > 0, 2 * prec * rec / (prec + rec), 0.0)
+    prec, rec = confidence_curves(cls, score, tp, n_gt, thr)
+    prec, rec = prec[classes], rec[classes]
+    f1 = f1_score(prec, rec)
     best = int(np.argmax(f1.mean(0)))
     p_cls[classes], r_cls[classes] = prec[:, best], rec[:, best]
     return {
@@ -259,7 +261,8 @@ def evaluate(
         nan when undefined), ``precision``, ``recall``, ``f1``, ``conf`` (best mean-F1 confidence), ``fitness``,
         ``per_class`` (a list of nc dicts: ``class``, ``name``, ``n_gt``, ``map50_95``, ``map50``,
         ``precision``, ``recall``; nan for classes without ground truth), ``n_images``, ``n_targets``,
-        ``n_preds`` (after the max_det cut) and ``max_det``.
+        ``n_preds`` (after the max_det cut), ``max_det``, ``evaluator`` (what computed the AP figures) and
+        ``curves`` (``y9core.curves.ValCurves``: PR at IoU 0.50 and P/R/F1 against the confidence, per class).
     """
     if len(preds) != len(targets):
         raise ValueError(
@@ -330,4 +333,6 @@ def evaluate(
         for c in range(nc)
     ]
     res.update(n_images=n_images, n_targets=len(g), n_preds=len(d), max_det=int(max_det))
+    res["evaluator"] = evaluator_name()
+    res["curves"] = ValCurves.compute(d_cls, d[:, 4], tp, n_gt)
     return res

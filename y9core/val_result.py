@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from y9core.errors import BackendUnavailableError
 
 METRIC_KEYS = (
@@ -30,6 +32,11 @@ class ValResult:
             ``map_large``, ``fitness`` (fractions; nan when undefined, e.g. no ground truth of that size).
         per_class: one dict per class (``class``, ``name``, ``n_gt``, ``map50``, ``map50_95``, ...).
         images / targets / detections: counts; seconds: wall time; ms_per_image: inference + post-processing.
+        evaluator: what computed the AP figures (``y9core.metrics.evaluator_name``).
+        curves: PR and P/R/F1-confidence curves per class (``y9core.curves.ValCurves``).
+        predictions / ground_truth / image_files: per image, the detections ``(x1, y1, x2, y2, score, class)``,
+            the labels ``(class, x1, y1, x2, y2)`` (source pixels) and the file: what the report files
+            (``y9core.val_report``) are made from.
     """
 
     metrics: dict[str, float]
@@ -39,10 +46,44 @@ class ValResult:
     detections: int = 0
     seconds: float = 0.0
     ms_per_image: float = 0.0
+    evaluator: str = ""
+    curves: Any = field(default=None, repr=False)
+    predictions: list[np.ndarray] = field(default_factory=list, repr=False)
+    ground_truth: list[np.ndarray] = field(default_factory=list, repr=False)
+    image_files: list[str] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_evaluation(
+        cls, res: dict[str, Any], predictions: list[np.ndarray], ground_truth: list[np.ndarray],
+        image_files: list[str], *, seconds: float, infer_seconds: float,
+    ) -> ValResult:  # fmt: skip
+        """The result of ``y9core.metrics.evaluate(predictions, ground_truth)`` (``res``) on ``image_files``."""
+        return cls(
+            metrics={k: float(res[k]) for k in METRIC_KEYS},
+            per_class=res["per_class"],
+            images=res["n_images"],
+            targets=res["n_targets"],
+            detections=res["n_preds"],
+            seconds=seconds,
+            ms_per_image=1000.0 * infer_seconds / max(res["n_images"], 1),
+            evaluator=res.get("evaluator", ""),
+            curves=res.get("curves"),
+            predictions=list(predictions),
+            ground_truth=list(ground_truth),
+            image_files=[str(f) for f in image_files],
+        )
 
     @property
     def fitness(self) -> float:
         return self.metrics["fitness"]
+
+    def __str__(self) -> str:
+        m = self.metrics
+        pct = {k: "-" if m.get(k) != m.get(k) else f"{100 * m[k]:.1f}" for k in METRIC_KEYS if k in m}  # nan: "-"
+        return (
+            f"{self.images} images, {self.targets} boxes, {self.detections} detections, {self.seconds:.1f} s: "
+            f"mAP50-95 {pct['map50_95']}, mAP50 {pct['map50']}, P {pct['precision']}, R {pct['recall']} (percent)"
+        )
 
 
 def require_metrics_backend() -> None:

@@ -2,13 +2,15 @@
 
 Importing this package (and ``y9deploy.runtime``, ``detections``, ``preprocess``, ``postprocess``,
 ``nms``) needs numpy and OpenCV only; torch is imported by the functions that need it (export).
-The public names below are loaded on first use.
+The public names below are loaded on first use (PEP 562); ``dir(y9deploy)`` lists them, and the
+``TYPE_CHECKING`` imports show them to type checkers and editors.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -24,7 +26,28 @@ _LAZY = {
     "default_model_path": "y9deploy.default_model",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__ = [
+    "BenchmarkResult",
+    "Detections",
+    "Detector",
+    "TritonDetector",
+    "Y9Error",
+    "benchmark",
+    "build_engine",
+    "default_model_path",
+    "export_onnx",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from y9core.errors import Y9Error
+    from y9deploy.bench import BenchmarkResult, benchmark
+    from y9deploy.default_model import default_model_path
+    from y9deploy.detections import Detections
+    from y9deploy.engine.builder import build_engine
+    from y9deploy.export.onnx_export import export_onnx
+    from y9deploy.runtime.detector import Detector
+    from y9deploy.serving.triton_client import TritonDetector
 
 
 def __getattr__(name: str) -> Any:
@@ -34,3 +57,9 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public names (loaded or not) and the subpackages imported so far."""
+    loaded = {k for k, v in globals().items() if not k.startswith("_") and isinstance(v, ModuleType)}
+    return sorted(set(__all__) | loaded)

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from y9core.errors import BackendUnavailableError
+
 Names = Sequence[str] | Mapping[int, str]
 
 
@@ -169,3 +171,72 @@ class Detections:
     def to_json(self, **kwargs: Any) -> str:
         """``json.dumps(self.to_dict(), **kwargs)``."""
         return json.dumps(self.to_dict(), **kwargs)
+
+    def to_coco(
+        self, image_id: int | str, category_ids: Sequence[int] | Mapping[int, int] | None = None
+    ) -> list[dict[str, Any]]:
+        """Rows of the COCO results format: ``{"image_id", "category_id", "bbox": [x, y, w, h], "score"}``, one
+        per detection, in frame pixels (what ``pycocotools``' ``loadRes`` and ``y9 predict --save-json`` take).
+
+        Args:
+            image_id: the image's id in the ground-truth file (COCO: an int).
+            category_ids: class id -> category id (a list indexed by class id, or a dict), e.g. the 80 COCO
+                classes to COCO's 91 category ids; None: the category id is the class id.
+        Raises:
+            ValueError: a class id that ``category_ids`` does not cover.
+        """
+        from y9core.coco_results import coco_rows
+
+        return coco_rows(self.xyxy, self.confidence, self.class_id, image_id, category_ids)
+
+    def to_supervision(self) -> Any:
+        """supervision's ``sv.Detections`` (the optional ``supervision`` package: ``pip install "y9[supervision]"``)
+        with xyxy, confidence, class_id and the class names in ``data["class_name"]``, as supervision's own
+        converters fill it."""
+        sv = _import_supervision()
+        return sv.Detections(
+            xyxy=self.xyxy.copy(),
+            confidence=self.confidence.copy(),
+            class_id=self.class_id.copy(),
+            data={"class_name": np.array(self.class_names, dtype=str)},
+        )
+
+    @classmethod
+    def from_supervision(cls, detections: Any, names: Names | None = None) -> Detections:
+        """A ``Detections`` from supervision's ``sv.Detections`` (boxes with confidence and class_id).
+
+        Args:
+            detections: an ``sv.Detections``.
+            names: class names by id; None: read from ``data["class_name"]`` when supervision has them.
+        Raises:
+            ValueError: ``confidence`` or ``class_id`` is missing (None) in ``detections``.
+        """
+        for name in ("confidence", "class_id"):
+            if getattr(detections, name, None) is None:
+                raise ValueError(
+                    f"the supervision Detections has no {name}; expected boxes with confidence and class_id."
+                )
+        if names is None:
+            names = {}
+            labels = getattr(detections, "data", {}).get("class_name")
+            if labels is not None:
+                names = {int(c): str(n) for c, n in zip(detections.class_id, labels)}
+        return cls(detections.xyxy, detections.confidence, detections.class_id, names)
+
+    def annotate(self, frame: np.ndarray, **options: Any) -> np.ndarray:
+        """An annotated COPY of ``frame`` (the frame these detections belong to): boxes and "name score"
+        labels in a fixed colour per class (``y9deploy.draw.draw_detections``; ``options`` as there)."""
+        from y9deploy.draw import draw_detections
+
+        return draw_detections(frame, self, **options)
+
+
+def _import_supervision() -> Any:
+    try:
+        import supervision
+    except ImportError:
+        raise BackendUnavailableError(
+            "Detections.to_supervision needs the supervision package, which is not installed; install it with: "
+            'pip install "y9[supervision]".'
+        ) from None
+    return supervision

@@ -39,7 +39,7 @@ def val_deployed(
     from y9core.data.labels import load_labels, normalised_to_pixels
     from y9core.data.yaml_config import load_data_yaml
     from y9core.metrics import evaluate
-    from y9core.val_result import METRIC_KEYS, ValResult, require_metrics_backend
+    from y9core.val_result import ValResult, require_metrics_backend
     from y9deploy import Detector
 
     if int(batch) < 1:
@@ -70,15 +70,8 @@ def val_deployed(
         normalised_to_pixels(lb, int(hw[1]), int(hw[0])) for lb, hw in zip(labels.labels, labels.shapes)
     ]
     res = evaluate(preds, targets, nc=cfg.nc, names=cfg.names)
-    return ValResult(
-        metrics={k: float(res[k]) for k in METRIC_KEYS},
-        per_class=res["per_class"],
-        images=res["n_images"],
-        targets=res["n_targets"],
-        detections=res["n_preds"],
-        seconds=time.perf_counter() - t_start,
-        ms_per_image=1000.0 * infer_s / max(res["n_images"], 1),
-    )
+    return ValResult.from_evaluation(res, preds, targets, labels.files, seconds=time.perf_counter() - t_start,
+                                     infer_seconds=infer_s)  # fmt: skip
 
 
 def val_model(data, model: str | Path, *, imgsz: int | None = None, **kwargs):

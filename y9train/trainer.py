@@ -37,11 +37,13 @@ from y9train.divergence import check_finite_weights
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
 from y9train.plots import plot_run
+from y9train.previews import TrainingPreviews
 from y9train.reporting import Reporter, StepLog
 from y9train.run_setup import open_run_dir
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
 from y9train.trainer_setup import TrainerSetup
+from y9train.val_files import write_training_val_report
 
 _NAN = float("nan")
 
@@ -75,6 +77,8 @@ class Trainer(TrainerSetup):
         self.best_fitness, self.best_epoch = _NAN, -1
         self.last_parts: dict[str, torch.Tensor] = {}
         self.last_grad_norm: torch.Tensor | None = None
+        self.last_val = self.best_val = None  # ValResult of the latest epoch; (epoch, ValResult) of the best one
+        self.previews = TrainingPreviews(None, [])  # setup makes the run's own (y9train.previews)
         self.writer = CheckpointWriter(background=self.config.async_save)  # writer.wait(): this epoch's files
         self.hooks.attach(self)
 
@@ -117,6 +121,9 @@ class Trainer(TrainerSetup):
         if self._resume:
             restore_run(self, *self._resume)
             self.last_opt_step, _ = self.accumulation.replay(self.nb, self.iteration)
+        else:  # a new run's folder gets pictures of its labels and first batches, drawn in the background
+            self.previews = TrainingPreviews(self.save_dir, self.data_cfg.names)
+            self.previews.labels(self.train_ds.labels)
         # last, after everything that can fail (nothing above runs a convolution or a matmul): fit puts it back
         self.algorithms_found = AlgorithmChoice.current()
         choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
@@ -169,8 +176,11 @@ class Trainer(TrainerSetup):
                 self.writer.close()
             finally:
                 self.algorithms_found.apply()
+                self.previews.close(self.reporter.warn)
                 self.reporter.close()
                 plot_run(self.save_dir, bool(self.history), self.reporter)
+                write_training_val_report(self.save_dir, self.best_val, self.best_epoch, {"data": cfg.data,
+                                          "model": cfg.model, "imgsz": cfg.imgsz}, self.reporter)  # fmt: skip
                 self.release_run_dir()
         self._fire("on_train_end")
         return self.result(stopped)
@@ -247,6 +257,7 @@ class Trainer(TrainerSetup):
             self.reporter.advance()
             if k == interval - 1 or i == nb - 1:
                 self._flush(buf, host_rows, sums, i + 1, n_steps)
+            self.previews.offer(ni, batch)
             self._fire("on_step_end")
         counts = torch.cat((sums, sums.new_tensor([images])))
         totals = self.hooks.all_reduce_mean(counts).cpu().tolist()  # one sync per epoch
@@ -319,6 +330,7 @@ class Trainer(TrainerSetup):
             channels_last=self.channels_last,
         )  # fmt: skip
         self.ema.validated()
+        self.last_val = res
         out = {f"metrics/{k}": v for k, v in res.metrics.items()}
         out["val_s"] = res.seconds
         return out
@@ -334,6 +346,8 @@ class Trainer(TrainerSetup):
         with deferred_signals():  # a signal lands before or after both: history and last.pt never disagree
             if improved:
                 self.best_fitness, self.best_epoch = fit, epoch
+                if self.last_val is not None:
+                    self.best_val = (epoch, self.last_val)
             self.history.append(record)
             if self.save_dir is not None:  # waits for the previous epoch's files, then writes in the background
                 self.writer.submit(write_run, snapshot_run(self, epoch, record, improved))

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from y9core.val_result import METRIC_KEYS, ValResult, require_metrics_backend
+from y9core.val_result import ValResult, require_metrics_backend
 
 
 def _to_source(rows: torch.Tensor, ratio_pad, orig_hw, cols: slice) -> torch.Tensor:
@@ -71,6 +71,7 @@ def run_validation(
     model.eval()
     preds: list[np.ndarray] = []
     targets: list[np.ndarray] = []
+    files: list[str] = []
     t_start = time.perf_counter()
     infer_s = 0.0
     autocast = (
@@ -98,19 +99,12 @@ def run_validation(
             infer_s += time.perf_counter() - t0
             preds.extend(np.split(flat, np.cumsum(counts)[:-1]))
             targets.extend(_targets(batch, dataset, index))
+            files.extend(str(p) for p in batch["paths"])
     finally:
         model.train(was_training)
     res = evaluate(preds, targets, nc=nc, names=names)
     seconds = time.perf_counter() - t_start
-    return ValResult(
-        metrics={k: float(res[k]) for k in METRIC_KEYS},
-        per_class=res["per_class"],
-        images=res["n_images"],
-        targets=res["n_targets"],
-        detections=res["n_preds"],
-        seconds=seconds,
-        ms_per_image=1000.0 * infer_s / max(res["n_images"], 1),
-    )
+    return ValResult.from_evaluation(res, preds, targets, files, seconds=seconds, infer_seconds=infer_s)
 
 
 def val_checkpoint(

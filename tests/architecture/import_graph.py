@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PACKAGES = ("y9core", "y9train", "y9deploy", "y9cli")
+PACKAGES = ("y9", "y9core", "y9train", "y9deploy", "y9cli")
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,12 @@ def test_nothing_imports_the_command_line(graph):
     assert not bad, "imports of y9cli from outside it:\n  " + _listed(bad)
 
 
+def test_only_the_command_line_may_use_the_y9_namespace(graph):
+    """``y9`` (``import y9``: Model and the public names) sits above the libraries: they never import it."""
+    bad = [e for e in graph.edges if in_package(e.target, ["y9"]) and not in_package(e.source, ["y9", "y9cli"])]
+    assert not bad, "imports of the y9 namespace from the libraries below it:\n  " + _listed(bad)
+
+
 def test_runtime_imports_neither_torch_nor_y9train_at_module_level(graph):
     runtime = [m for m in graph.modules if is_runtime(m)]
     assert "y9deploy.runtime.detector" in runtime and "y9core.post.rows" in runtime

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-Y9 = ("y9core", "y9train", "y9deploy", "y9cli")
+Y9 = ("y9", "y9core", "y9train", "y9deploy", "y9cli")
 FOLDERS = ("tests", "benchmarks")
 
 #: (the expression's text, attribute) pairs that name another library's private API, and why each is needed

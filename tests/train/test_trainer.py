@@ -4,11 +4,13 @@ resumes to exactly the result of an uninterrupted one; ``y9 train --resume`` con
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
 import sys
 
+import cv2
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -44,6 +46,16 @@ def test_y9_train_cli_on_coco8_writes_last_and_best_then_resumes(tmp_path):
     assert [s["iteration"] for s in steps] == [0, 1]
     assert all(math.isfinite(s["grad_norm"]) and s["grad_norm"] > 0 for s in steps)
     assert (run / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the final validation's files: the best epoch's (best.pt), named in metrics.json; the first batches and labels
+    report = json.loads((run / "metrics.json").read_text())
+    best_epoch = int(max(rows, key=lambda r: r["metrics/fitness"])["epoch"])
+    assert report["validated"]["epoch"] == best_epoch and report["validated"]["weights"] == "weights/best.pt"
+    assert report["metrics"]["map50_95"] == pytest.approx(rows[best_epoch - 1]["metrics/map50_95"], abs=1e-6)
+    assert len(report["per_class"]) == 80 and report["evaluator"].startswith("faster-coco-eval")
+    for name in ("per_class.csv", "curves.json", "confusion_matrix.csv", "PR_curve.png", "F1_curve.png",
+                 "confusion_matrix.png", "labels.jpg", "train_batch0.jpg", "train_batch1.jpg"):  # fmt: skip
+        assert (run / name).stat().st_size > 0, name
+    assert cv2.imread(str(run / "train_batch0.jpg")).shape == (320, 320, 3)  # 4 images of 160 px: 2 x 2 tiles
     assert "2/2 epochs, 2 optimiser steps" in proc.stdout
     assert "\x1b[" not in proc.stdout  # not a terminal: plain lines, no progress bar
     assert "epoch 2/2 done" in proc.stdout

@@ -31,6 +31,7 @@ import cv2
 import numpy as np
 
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
+from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
 from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, read_url_image, source_roots, url_kind
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
@@ -67,6 +68,7 @@ class PredictSummary:
     dropped: int = 0  # frames dropped by the ``latest`` policy
     reconnects: int = 0
     counts: dict[str, Any] = field(default_factory=dict)  # source -> counting.CountSummary (with ``track``)
+    files: list[Path] = field(default_factory=list)  # labels/, crops/, predictions_coco.json (``SaveOptions``)
 
     @property
     def exit_code(self) -> int:
@@ -168,6 +170,7 @@ def predict_source(
     max_frames: int | None = None,
     final_json: bool = True,
     append: bool = False,
+    save: SaveOptions | None = None,
     jsonl_stream: IO[str] | None = None,
     track: Any = None,
     stop: threading.Event | None = None,
@@ -192,6 +195,7 @@ def predict_source(
         final_json: build ``predictions.json`` from the JSON lines at the end.
         append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
             rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
+        save: YOLO label files, crops per class, COCO results (``prediction_files.SaveOptions``; needs save_dir).
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
         stop: set it to end the run after the current frame.
@@ -211,6 +215,8 @@ def predict_source(
         raise ValueError(f"vid_stride={vid_stride!r}; expected 1 (every frame) or more.")
     warn = on_warning or (lambda msg: None)
     stop = stop or threading.Event()
+    if save is not None and save.any and save_dir is None:
+        raise ValueError("label files, crops and COCO results need a save_dir; expected --save-dir DIR with them.")
     images, videos = collect_sources(source)
     if track is not None and not videos:
         raise ValueError(f"tracking needs a video, stream or camera; {source} holds only images (a folder of frames "
@@ -255,13 +261,14 @@ def predict_source(
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         writer = ResultsWriter(out_dir, stream=jsonl_stream, append=append, tracking=track is not None)
+        files = PredictionFiles(out_dir, save) if save is not None and save.any else None
         summary.jsonl_path, summary.csv_path = writer.jsonl_path, writer.csv_path
         if on_start is not None:
             on_start(total)
         inputs = {Path(p).resolve() for p in images if not is_url(p)}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           warn, on_frame, track)  # fmt: skip
+                           warn, on_frame, track, files)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
@@ -278,6 +285,8 @@ def predict_source(
             summary.interrupted = stop.is_set()
             summary.seconds = time.perf_counter() - t0
             writer.close()
+            if files is not None:
+                summary.files = files.close()
             if not finished and writer.frames == 0 and not append:  # e.g. a camera that cannot be opened
                 for empty in (writer.jsonl_path, writer.csv_path):  # nothing was done: nothing is left behind
                     if empty is not None:
@@ -307,6 +316,7 @@ class _Session:
     warn: Callable[[str], None]
     on_frame: Callable[[str, int], None] | None
     track: Any = None  # track_run.TrackOptions
+    files: PredictionFiles | None = None  # label files, crops, COCO rows
     used: set[str] = field(default_factory=set)
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
@@ -345,6 +355,8 @@ class _Session:
             infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
             for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
                 self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
+                if self.files is not None:
+                    self.files.add(str(path), None, frame, dets)
                 self.summary.images += 1
                 if self.out_dir is not None:
                     name = _url_file_name(path) if is_url(path) else Path(path).name
@@ -394,6 +406,8 @@ class _Session:
                     self.record(str(video), f.index, dets, captured=f.captured if live else None,
                                 timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency},
                                 **extra)  # fmt: skip
+                    if self.files is not None:
+                        self.files.add(str(video), f.index, f.image, dets)
                     if out is not None:
                         if writer is None:
                             h, w = f.image.shape[:2]

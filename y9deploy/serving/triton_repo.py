@@ -10,7 +10,9 @@ names, input size, letterbox) as the model parameter ``y9_metadata`` (JSON), whi
 from the server: a client needs only the URL and the model name.
 
 The facts come from the file itself: the ONNX graph (needs ``onnx``) or the engine manifest ``<engine>.json``
-(no TensorRT needed). y9 serves raw models (``output0`` [B, 4+nc, A]); decoding and NMS run in the client.
+(no TensorRT needed). The configuration is Triton's own ``ModelConfig`` protobuf message (``model_config_pb2``,
+shipped by tritonclient: the ``serve`` extra), written with protobuf's ``text_format``. y9 serves raw models
+(``output0`` [B, 4+nc, A]); decoding and NMS run in the client.
 """
 
 from __future__ import annotations
@@ -193,54 +195,48 @@ def describe_model(path: str | Path) -> ServedModel:
     )
 
 
-def pbtxt_string(text: str) -> str:
-    """``text`` as a double-quoted protobuf text-format string (C escapes; non-ASCII as UTF-8 octal bytes)."""
-    out = []
-    for byte in text.encode("utf-8"):
-        ch = chr(byte)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif 0x20 <= byte < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+def _model_config_module() -> tuple[Any, Any]:
+    """Triton's ``model_config_pb2`` (shipped by tritonclient) and protobuf's ``text_format``."""
+    try:
+        from google.protobuf import text_format
+        from tritonclient.grpc import model_config_pb2
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "writing a Triton model configuration needs Triton's protobuf definitions from the tritonclient "
+            f"package ({exc}); install them with: pip install 'y9[serve]'."
+        ) from exc
+    return model_config_pb2, text_format
 
 
-def _dims(shape: tuple[int, ...]) -> str:
-    return "[ " + ", ".join(str(d) for d in shape) + " ]"
+def build_config(
+    model: ServedModel, name: str, *, max_batch_size: int, preferred: list[int], instances: int, kind: str
+) -> Any:
+    """Triton's ``ModelConfig`` message (``tritonclient.grpc.model_config_pb2``) for ``model``: tensors, batching,
+    instance group and y9's metadata parameter."""
+    pb, _ = _model_config_module()
+    lead = 1 if max_batch_size > 0 else 0  # Triton adds the batch dimension itself when max_batch_size > 0
+    cfg = pb.ModelConfig(name=name, platform=model.platform, max_batch_size=max_batch_size)
+    for tensors, add in ((model.inputs, cfg.input.add), (model.outputs, cfg.output.add)):
+        for t in tensors:
+            add(name=t.name, data_type=pb.DataType.Value(t.triton_type), dims=list(t.shape[lead:]))
+    if max_batch_size > 0:
+        cfg.dynamic_batching.preferred_batch_size.extend(preferred)
+        cfg.dynamic_batching.max_queue_delay_microseconds = QUEUE_DELAY_US
+    group = cfg.instance_group.add(count=instances)
+    if kind != "auto":
+        group.kind = pb.ModelInstanceGroup.Kind.Value(f"KIND_{kind.upper()}")
+    cfg.parameters[METADATA_KEY].string_value = json.dumps(model.metadata, sort_keys=True)
+    return cfg
 
 
 def render_config(
     model: ServedModel, name: str, *, max_batch_size: int, preferred: list[int], instances: int, kind: str
 ) -> str:
-    """The config.pbtxt text (protobuf text format of Triton's ModelConfig)."""
-    lead = 1 if max_batch_size > 0 else 0  # Triton adds the batch dimension itself when max_batch_size > 0
-    lines = [f"name: {pbtxt_string(name)}", f"platform: {pbtxt_string(model.platform)}",
-             f"max_batch_size: {max_batch_size}"]  # fmt: skip
-    for section, tensors in (("input", model.inputs), ("output", model.outputs)):
-        lines.append(f"{section} [")
-        body = [
-            f"  {{\n    name: {pbtxt_string(t.name)}\n    data_type: {t.triton_type}\n    dims: {_dims(t.shape[lead:])}\n  }}"
-            for t in tensors
-        ]
-        lines.append(",\n".join(body))
-        lines.append("]")
-    if max_batch_size > 0:
-        pref = ", ".join(str(b) for b in preferred)
-        lines.append(
-            f"dynamic_batching {{\n  preferred_batch_size: [ {pref} ]\n"
-            f"  max_queue_delay_microseconds: {QUEUE_DELAY_US}\n}}"
-        )
-    group = f"  {{\n    count: {instances}"
-    if kind != "auto":
-        group += f"\n    kind: KIND_{kind.upper()}"
-    lines.append(f"instance_group [\n{group}\n  }}\n]")
-    meta = json.dumps(model.metadata, sort_keys=True)
-    lines.append(
-        f"parameters {{\n  key: {pbtxt_string(METADATA_KEY)}\n  value {{\n    string_value: {pbtxt_string(meta)}\n  }}\n}}"
-    )
-    return "\n".join(lines) + "\n"
+    """The config.pbtxt text: ``build_config``'s message in protobuf text format (``text_format``)."""
+    _, text_format = _model_config_module()
+    cfg = build_config(model, name, max_batch_size=max_batch_size, preferred=preferred, instances=instances,
+                       kind=kind)  # fmt: skip
+    return text_format.MessageToString(cfg)
 
 
 def _batching(model: ServedModel, max_batch: int | None) -> tuple[int, list[int]]:

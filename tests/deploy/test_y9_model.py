@@ -1,0 +1,125 @@
+"""``y9.Model`` (issue 35 item 4): a thin object over the library functions whose defaults come from the model's
+own facts (the size it was trained at, its class names)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import y9
+from tests.conftest import TEST_DATA
+from tests.deploy.embedded import COCO8, IMGSZ
+
+
+def _recorded_imgsz(path) -> tuple[int, int]:
+    """The training size a y9 checkpoint records, read with torch directly (plain data, weights_only)."""
+    import torch
+
+    size = torch.load(path, map_location="cpu", weights_only=True)["meta"]["imgsz"]
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def test_info_of_a_checkpoint_reads_its_own_facts(embedded_pt):
+    from y9train.checkpoint import load_checkpoint
+
+    net = load_checkpoint(embedded_pt)
+    info = y9.Model(embedded_pt).info()
+    assert info.kind == "checkpoint" and info.architecture == net.name
+    assert info.imgsz == _recorded_imgsz(embedded_pt)
+    assert list(info.names) == list(net.names) and info.nc == net.nc
+    assert info.params == sum(p.numel() for p in net.parameters())
+    text = str(info)
+    assert f"{info.imgsz[0]}x{info.imgsz[1]} (trained at)" in text and f"{info.params:,}" in text
+
+
+def test_info_of_an_onnx_model_is_what_the_detector_reads(embedded_export):
+    onnx = embedded_export(IMGSZ)
+    with y9.Detector(onnx) as det:
+        names, hw = list(det.names), tuple(det.backend.info.imgsz)
+    info = y9.Model(onnx).info()
+    assert info.kind == "onnx" and list(info.names) == names and info.imgsz == hw
+    assert info.params is None and info.gflops is None
+
+
+def test_info_of_an_engine_reads_its_manifest(embedded_export, tmp_path):
+    pytest.importorskip("tensorrt_rtx")
+    from y9deploy.engine.builder import build_engine
+    from y9deploy.engine.manifest import read_manifest
+
+    onnx = embedded_export(IMGSZ)
+    engine = build_engine(onnx, tmp_path / "m.engine", target="sm89")  # ahead of time: no GPU needed to build
+    info = y9.Model(engine).info()
+    manifest = read_manifest(engine)
+    assert info.kind == "engine" and info.imgsz == tuple(manifest.imgsz) and list(info.names) == manifest.names
+    assert info.names == y9.Model(onnx).info().names
+
+
+def test_predict_is_the_detectors_on_frames_paths_and_folders(embedded_pt, coco8, tmp_path):
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for p in COCO8[:3]:
+        (folder / p.name).write_bytes(p.read_bytes())
+    with y9.Detector(embedded_pt) as det, y9.Model(embedded_pt) as model:
+        want = det.predict([c.frame for c in coco8[:3]])
+        one = model.predict(coco8[0].frame, conf=0.5)
+        assert isinstance(one, y9.Detections)
+        ref = det.predict(coco8[0].frame, conf=0.5)
+        np.testing.assert_array_equal(one.xyxy, ref.xyxy)
+        for got in (model.predict([c.path for c in coco8[:3]]), model.predict(folder)):
+            assert len(got) == 3
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g.xyxy, w.xyxy)
+                np.testing.assert_array_equal(g.class_id, w.class_id)
+
+
+def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch):
+    """The library functions are the things that work; what the Model hands them is checked here."""
+    import y9deploy.export.onnx_export as export_module
+    import y9deploy.validate_deployed as val_module
+    import y9train.train as train_module
+
+    seen: dict[str, dict] = {}
+    monkeypatch.setattr(val_module, "val_model", lambda data, model, **kw: seen.setdefault("val", kw))
+    monkeypatch.setattr(export_module, "export_onnx", lambda src, path, **kw: seen.setdefault("export", {**kw,
+                                                                                                      "path": path}))
+    monkeypatch.setattr(train_module, "train", lambda **kw: seen.setdefault("train", kw) and None)
+    h, w = _recorded_imgsz(embedded_pt)
+    model = y9.Model(embedded_pt)
+    model.val(TEST_DATA / "coco8.yaml", batch=4)
+    assert seen["val"] == {"imgsz": h, "batch": 4}
+    model.val(TEST_DATA / "coco8.yaml", imgsz=320)  # an explicit size wins
+    import y9core.val_report as report_module
+
+    monkeypatch.setattr(report_module, "write_val_report", lambda res, folder, **kw: seen.setdefault("report", {
+        **kw, "folder": folder}))  # fmt: skip
+    model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
+    assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
+    assert seen["report"]["about"]["imgsz"] == h
+    model.export("out.onnx", dynamic_batch=True)
+    assert seen["export"]["imgsz"] == h == w and seen["export"]["dynamic_batch"] is True
+    with pytest.raises(AttributeError):  # the fake train returns None: the Model keeps its weights
+        model.train(TEST_DATA / "coco8.yaml", epochs=1)
+    assert seen["train"]["imgsz"] == h and seen["train"]["model"] == str(embedded_pt)
+
+
+def test_what_a_model_cannot_do_is_refused_in_one_sentence(embedded_export, tmp_path):
+    with pytest.raises(ValueError, match="gelan-x"):
+        y9.Model("gelan-x")
+    with pytest.raises(FileNotFoundError, match="missing.pt does not exist"):
+        y9.Model(tmp_path / "missing.pt")
+    (tmp_path / "dir.onnx").mkdir()
+    with pytest.raises(FileNotFoundError, match="is a folder"):
+        y9.Model(tmp_path / "dir.onnx")
+    with pytest.raises(TypeError, match="expected a model name"):
+        y9.Model(3)
+    arch = y9.Model("gelan-t")
+    assert arch.kind == "architecture" and arch.path is None
+    for action, call in (("be validated", lambda: arch.val("data.yaml")), ("predict", lambda: arch.predict("x.jpg")),
+                         ("be exported", lambda: arch.export())):  # fmt: skip
+        with pytest.raises(ValueError, match=f"untrained weights, so it cannot {action}"):
+            call()
+    onnx = y9.Model(embedded_export(IMGSZ))
+    with pytest.raises(ValueError, match="export works on .pt checkpoints"):
+        onnx.export()
+    with pytest.raises(ValueError, match="train from its .pt checkpoint"):
+        onnx.train("data.yaml")
