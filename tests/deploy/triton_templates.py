@@ -49,7 +49,7 @@ def _dims(shape: tuple[int, ...]) -> str:
 
 
 def render_config(
-    model: ServedModel, name: str, *, max_batch_size: int, preferred: list[int], instances: int, kind: str
+    model, name: str, *, max_batch_size: int, preferred: list[int], instances: int, kind: str
 ) -> str:
     """The config.pbtxt text (protobuf text format of Triton's ModelConfig)."""
     lead = 1 if max_batch_size > 0 else 0  # Triton adds the batch dimension itself when max_batch_size > 0
