@@ -139,7 +139,7 @@ def test_verify_fails_a_broken_model_and_keeps_the_old_engine(embedded_pt, embed
     engine = tmp_path / "m.engine"
     engine.write_bytes(b"an earlier engine")  # a failed verification must leave it as it was
     res = _y9("build-engine", broken, "-o", str(engine), "--target", "sm89", "--verify", _coco128(),
-              "--reference", str(embedded_pt))  # fmt: skip
+              "--reference", str(embedded_pt), "--exist-ok")  # fmt: skip
     assert res.returncode == 2, res.stdout + res.stderr[-2000:]
     assert "engine verification failed" in res.stderr and "was not written" in res.stderr
     assert engine.read_bytes() == b"an earlier engine" and not engine.with_name("m.engine.json").exists()
