@@ -222,9 +222,7 @@ def test_cli_gives_the_documented_verdicts_and_audits_every_item(crafted, tmp_pa
     assert [Path(r["item"]).name for r in lines] == [Path(r["item"]).name for r in rows]
     for row, rec in zip(rows, lines):
         name = Path(row["item"]).name
-        verdict, reasons = (
-            ("error", ["could not be decoded"]) if name == "10_corrupt.png" else CASES[name][1:]
-        )
+        verdict, reasons = ("error", ["cannot be decoded"]) if name == "10_corrupt.png" else CASES[name][1:]
         assert row["verdict"] == rec["verdict"] == verdict, name
         assert len(rec["reasons"]) == len(reasons) and row["reasons"] == " | ".join(rec["reasons"])
         for got, want in zip(rec["reasons"], reasons):

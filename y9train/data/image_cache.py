@@ -29,7 +29,8 @@ import cv2
 import numpy as np
 
 from y9core.data.paths import cache_location
-from y9core.errors import DataError
+from y9core.errors import DataError, ImageFileError
+from y9core.image_read import decode_image
 from y9core.letterbox import letterbox_params
 
 log = logging.getLogger("y9train.data")
@@ -70,11 +71,12 @@ def read_resized(
         h, w = resized_hw(src_hw, imgsz)
         shrink = min(src_hw[0] / h, src_hw[1] / w)
         flag = next((f for k, f in _REDUCED if shrink >= k), cv2.IMREAD_COLOR)
-    img = cv2.imread(str(path), flag)
-    if img is None:
+    try:  # the scan proved it decodes cleanly: only the header is checked again here (a file may have changed)
+        img = decode_image(path, flag, corrupt_check=False)
+    except ImageFileError as exc:
         raise DataError(
-            f"Image {path} cannot be decoded any more; expected the readable image seen at the scan."
-        )
+            f"Image {path} {exc.reason} now; expected the readable image seen at the scan."
+        ) from None
     h, w = resized_hw(img.shape[:2] if flag == cv2.IMREAD_COLOR else src_hw, imgsz)
     if (h, w) != img.shape[:2]:
         img = cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)
