@@ -7,14 +7,18 @@ read counts as an undecodable frame and reading goes on (at most ``MAX_FAILED_IN
 header that lies about the count cannot keep it reading forever); the ``FrameTally`` then says how many frames were
 decoded out of how many the file declares (``shortfall``), which ``FrameReader`` and ``VideoReader`` report. Without
 a stated count, the first failed read ends the file.
+
+``check_video_written`` is the same count for a video y9 wrote: OpenCV's writer reports no failure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
 MAX_FAILED_IN_A_ROW = 300  # failed reads in a row after which a file is taken to have ended
@@ -61,3 +65,19 @@ def file_frames(cap: Any, tally: FrameTally, *, stride: int = 1) -> Iterator[tup
     if tally.expected is not None:
         tally.failed = max(0, tally.expected - tally.decoded)
     tally.complete = True
+
+
+def check_video_written(path: Path, frames: int) -> None:
+    """Raise when the video file at ``path`` does not hold the ``frames`` frames written to it: OpenCV's writer
+    reports no failure (a full disk or a file-size limit leaves a file cut short, or none).
+
+    Raises:
+        OSError naming ``path``.
+    """
+    cap = cv2.VideoCapture(str(path)) if path.is_file() else None
+    held = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if cap is not None and cap.isOpened() else 0
+    if cap is not None:
+        cap.release()
+    if held < frames:
+        raise OSError(f"cannot write the annotated video {path}: it holds {max(held, 0)} of the {frames} frames "
+                      "written (a full disk or a file-size limit?).")  # fmt: skip

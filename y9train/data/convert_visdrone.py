@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from y9core.atomic_write import atomic_write
 from y9core.data.paths import IMAGE_SUFFIXES
 from y9core.errors import DataError, ImageFileError
 from y9core.image_read import check_image_file
@@ -173,8 +174,8 @@ def convert_visdrone(
                 cls, cx, cy, bw, bh = out
                 lines.append(f"{cls} {cx:.6f} {cy:.6f} {bw:.6f} {bh:.6f}")
             result.boxes += len(lines)
-            (lab_out / f"{image.stem}.txt").write_text("".join(f"{s}\n" for s in lines))
+            atomic_write(lab_out / f"{image.stem}.txt", "".join(f"{s}\n" for s in lines), durable=False)
     data = {"path": ".", **{s: f"images/{s}" for s in ("train", "val", "test") if s in result.images}}
     data.update(nc=len(VISDRONE_NAMES), names=dict(enumerate(VISDRONE_NAMES)))
-    result.data_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+    atomic_write(result.data_yaml, yaml.safe_dump(data, sort_keys=False))  # an OSError names the file
     return result

@@ -9,7 +9,9 @@ Modes:
 - ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir`` /
   ``$Y9_CACHE_DIR``), named by a hash of the image's path, size, mtime, ``imgsz`` and decode mode (a changed
   file gets a new entry), read back memory-mapped and kept mapped per process: a JPEG is decoded once ever,
-  later runs and epochs only map pages.
+  later runs and epochs only map pages. An entry whose header or size is wrong (a file cut short, a flipped bit in
+  its header) is rebuilt with a warning; one damaged after the build is decoded instead; an entry that cannot be
+  written (a full disk) stops the run with an ``OSError`` naming it.
 
 Training sets (``fast_decode``) decode JPEGs that shrink by 2x or more at 1/2, 1/4 or 1/8 size in libjpeg's
 DCT domain before the final resize: the same size, less decoding work, and area-like rather than aliased
@@ -28,6 +30,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from y9core.append_file import named
 from y9core.data.paths import cache_location
 from y9core.errors import DataError, ImageFileError
 from y9core.image_read import decode_image
@@ -81,6 +84,26 @@ def read_resized(
     if (h, w) != img.shape[:2]:
         img = cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)
     return img
+
+
+def entry_damage(path: Path, shape: tuple[int, int, int]) -> str:
+    """Why a disk-cache entry cannot be used ("" when its header says uint8 ``shape`` and the file holds exactly
+    that many bytes after it); a flipped bit among the pixels is not seen (it changes one pixel's value)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0  # fmt: skip
+            got, fortran, dtype = read_header(f)
+            offset = f.tell()
+        size = path.stat().st_size
+    except (OSError, ValueError, SyntaxError) as exc:
+        return f"{type(exc).__name__}: {str(exc).strip()[:120]}"
+    if tuple(got) != shape or dtype != np.uint8 or fortran:
+        return f"it holds {dtype} {tuple(got)}, expected uint8 {shape}"
+    if size != offset + int(np.prod(shape)):
+        return f"it has {size} bytes, expected {offset + int(np.prod(shape))}"
+    return ""
 
 
 def _entry_name(path: Path, imgsz: int, fast: bool) -> str:
@@ -165,23 +188,39 @@ class ImageCache:
             return list(pool.map(fn, items))
 
     def _build_disk(self, cache_dir) -> list[str]:
+        """The entries of the disk cache, each written when missing or damaged (``entry_damage``).
+
+        Raises:
+            OSError naming the entry that cannot be written (a full disk, a read-only folder): ``cache="disk"``
+            was asked for, so the run stops rather than going on without it.
+        """
         folder = cache_location(
             self.unique[0].parent, f"{self.unique[0].parent.name}.y9img{self.imgsz}", cache_dir
         )
-        folder.mkdir(parents=True, exist_ok=True)
         entries = [folder / _entry_name(p, self.imgsz, self.fast_decode) for p in self.unique]
 
         def build(i: int) -> None:
             if entries[i].is_file():
-                return
+                damage = entry_damage(entries[i], self._shape(i))
+                if not damage:
+                    return
+                log.warning("the image cache entry %s is damaged (%s); rebuilding it", entries[i], damage)
             img = self._read(i)
             tmp = entries[i].with_name(entries[i].stem + f".tmp{os.getpid()}-{i}.npy")
-            np.save(tmp, img)
-            os.replace(tmp, entries[i])
+            try:
+                np.save(tmp, img)
+                os.replace(tmp, entries[i])
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise named(exc, entries[i]) from exc
 
+        folder.mkdir(parents=True, exist_ok=True)
         self._map(build, range(len(entries)))
         self.folder = folder
         return [str(e) for e in entries]
+
+    def _shape(self, u: int) -> tuple[int, int, int]:
+        return (*resized_hw(self._src_hw[u], self.imgsz), 3)
 
     def __len__(self) -> int:
         return len(self.slot)
@@ -194,7 +233,15 @@ class ImageCache:
         if self._disk is not None:
             m = self._maps.get(u)
             if m is None:  # map once per process: later reads of that image neither open nor fault
-                m = self._maps[u] = np.load(self._disk[u], mmap_mode="r")
+                try:
+                    m = np.load(self._disk[u], mmap_mode="r")
+                    if m.shape != self._shape(u) or m.dtype != np.uint8:
+                        raise ValueError(f"it holds {m.dtype} {m.shape}, not uint8 {self._shape(u)}")
+                except (OSError, ValueError) as exc:  # damaged since the cache was built: decode instead
+                    log.warning("the image cache entry %s is damaged (%s); decoding the image instead",
+                                self._disk[u], exc)  # fmt: skip
+                    return self._read(u)
+                self._maps[u] = m
                 if len(self._maps) > MAX_OPEN_MAPS:
                     self._maps.popitem(last=False)
             return m
