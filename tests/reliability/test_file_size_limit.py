@@ -20,13 +20,17 @@ from tests.deploy.runtime_support import export_tiny_onnx
 from tests.reliability.bounded_run import run_y9
 from tests.train.data_fixtures import coco_pair_dataset
 
-EFBIG = "the file would exceed the file-size limit (ulimit -f) or the file system's largest file (errno EFBIG)."
+EFBIG = (
+    "the file would exceed the file-size limit (ulimit -f) or the file system's largest file (errno EFBIG)."
+)
 PHOTOS = sorted(TEST_DATA.glob("*.jpg"))
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return export_tiny_onnx(tmp_path_factory.mktemp("tiny") / "tiny.onnx", imgsz=(96, 128), dynamic_batch=True)
+    return export_tiny_onnx(
+        tmp_path_factory.mktemp("tiny") / "tiny.onnx", imgsz=(96, 128), dynamic_batch=True
+    )
 
 
 def no_temporaries(folder: Path) -> bool:

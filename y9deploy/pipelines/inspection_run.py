@@ -110,7 +110,15 @@ class AuditLog:
         """Append the item's CSV row and JSON line, each whole in one write and fsynced (``y9core.append_file``:
         a failed write is cut back and raises an OSError naming the file)."""
         now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        row = [now, self.run_id, v.item, v.verdict, " | ".join(v.reasons), json.dumps(v.counts), len(v.detections)]
+        row = [
+            now,
+            self.run_id,
+            v.item,
+            v.verdict,
+            " | ".join(v.reasons),
+            json.dumps(v.counts),
+            len(v.detections),
+        ]
         self._csv.append(_csv_line(row))
         record = {"time": now, "run": self.run_id, **asdict(v), **self.extra}
         self._jsonl.append(json.dumps(record) + "\n")
