@@ -20,7 +20,8 @@ file, the set is refused (``require_labels``, the training split) or a warning n
 The cache (``<labels folder>.y9cache.npz`` beside the labels, or under ``cache_dir`` / ``$Y9_CACHE_DIR``) stores the
 parsed labels, image shapes, skip reasons and label issues keyed by a hash of every image's and label file's path,
 size and mtime, so a second run skips decoding and parsing; any change to a file rebuilds it. It is an ``.npz``
-without pickles.
+without pickles (``npz_cache``): a damaged one (cut short, a flipped bit caught by the zip CRC-32) is rebuilt with a
+warning naming it, never an error.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def entry_damage(path: Path, shape: tuple[int, int, int]) -> str:
             got, fortran, dtype = read_header(f)
             offset = f.tell()
         size = path.stat().st_size
-    except (OSError, ValueError, SyntaxError) as exc:
+    except Exception as exc:  # whatever numpy makes of a damaged header, the entry is rebuilt
         return f"{type(exc).__name__}: {str(exc).strip()[:120]}"
     if tuple(got) != shape or dtype != np.uint8 or fortran:
         return f"it holds {dtype} {tuple(got)}, expected uint8 {shape}"
@@ -237,7 +237,7 @@ class ImageCache:
                     m = np.load(self._disk[u], mmap_mode="r")
                     if m.shape != self._shape(u) or m.dtype != np.uint8:
                         raise ValueError(f"it holds {m.dtype} {m.shape}, not uint8 {self._shape(u)}")
-                except (OSError, ValueError) as exc:  # damaged since the cache was built: decode instead
+                except Exception as exc:  # damaged since the cache was built (EOFError, ValueError ...): decode
                     log.warning("the image cache entry %s is damaged (%s); decoding the image instead",
                                 self._disk[u], exc)  # fmt: skip
                     return self._read(u)
