@@ -8,6 +8,8 @@ Defined here, the bottom package both y9train and y9deploy import:
 - ``EngineMismatchError``: an engine built for another GPU, TensorRT flavour or version, or ONNX file;
 - ``BackendUnavailableError`` (RuntimeError): a package a backend needs is missing;
 - ``DataError`` (ValueError): a dataset, data.yaml or label file is malformed;
+- ``ConfigFileError`` (ValueError): a YAML configuration file (hyperparameters ...) is malformed or beyond the
+  loader's limits (``y9core.yaml_load``);
 - ``ImageFileError`` (ValueError): an image file cannot be used (unreadable, not an image, more pixels than the
   limit, cut short or corrupt); ``.path`` and ``.reason`` say which and why;
 - ``DetectorBusyError`` (RuntimeError): a second thread entered a Detector;
@@ -49,6 +51,10 @@ class BackendUnavailableError(Y9Error, RuntimeError):
 
 class DataError(Y9Error, ValueError):
     """A dataset, data.yaml or label file is malformed."""
+
+
+class ConfigFileError(Y9Error, ValueError):
+    """A YAML configuration file is malformed, too large, or an alias bomb (see ``y9core.yaml_load``)."""
 
 
 class ImageFileError(Y9Error, ValueError):

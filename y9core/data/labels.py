@@ -4,7 +4,8 @@ A label file holds one ``class cx cy w h`` line per box, normalised to [0, 1]. A
 file (or with an empty one) is a background image. Unusable images are skipped and reported by path (see
 ``image_check``). The policy for label lines (documented in docs/training.md, "Label files"):
 
-- error (``DataError`` naming ``file:line``, the run stops): a wrong column count, a non-number or non-finite
+- error (``DataError`` naming ``file:line``, the run stops; quoted text cut to a readable length): a line longer
+  than ``MAX_LABEL_LINE`` characters, a wrong column count, a non-number or non-finite
   value, a class that is not an integer in ``0..nc-1``, a negative width or height, a box reaching outside
   [0, 1] by more than ``LABEL_TOLERANCE``; also a folder (or an unreadable file) where a label file should be;
 - fixed: a box reaching outside [0, 1] by up to ``LABEL_TOLERANCE`` is clipped to the image;
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from y9core.errors import DataError
+from y9core.shorten import quoted, shorten
 
 from .image_check import verify_images
 from .npz_cache import read_npz_cache, write_npz_cache
@@ -47,6 +49,7 @@ CLIP_REPORTED = 1e-6  # clips smaller than this (float rounding of converters) a
 CACHE_VERSION = "y9-labels-3"
 ISSUE_KINDS = ("clipped", "zero-size", "duplicate")
 SHOWN_ISSUES = 5  # locations in the logged summary
+MAX_LABEL_LINE = 1_000  # characters of one label line (five numbers need far fewer)
 
 
 @dataclass(frozen=True)
@@ -129,23 +132,26 @@ def parse_label_file(
     rows: list[tuple[float, ...]] = []
     seen: dict[tuple[float, ...], int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
+        where = f"Label file {path}:{lineno}"
+        if len(line) > MAX_LABEL_LINE:  # not split into millions of words first
+            raise DataError(f"{where} has a line of {len(line):,} characters ({quoted(line)}); expected 5 "
+                            f"numbers: class cx cy w h (at most {MAX_LABEL_LINE:,} characters).")  # fmt: skip
         parts = line.split()
         if not parts:
             continue
-        where = f"Label file {path}:{lineno}"
         if len(parts) != 5:
             raise DataError(
-                f"{where} has {len(parts)} columns ({line.strip()!r}); expected 5: class cx cy w h."
+                f"{where} has {len(parts)} columns ({quoted(line.strip())}); expected 5: class cx cy w h."
             )
         try:
             values = [float(v) for v in parts]
         except ValueError:
-            raise DataError(f"{where} has a non-number in {line.strip()!r}; expected 5 numbers.") from None
+            raise DataError(f"{where} has a non-number in {quoted(line.strip())}; expected 5 numbers.") from None
         cls = values[0]
         if not np.isfinite(values).all():
-            raise DataError(f"{where} has a non-finite value in {line.strip()!r}; expected finite numbers.")
+            raise DataError(f"{where} has a non-finite value in {quoted(line.strip())}; expected finite numbers.")
         if cls != int(cls) or not 0 <= cls < nc:
-            raise DataError(f"{where} has class {parts[0]}; expected an integer in 0..{nc - 1} (nc={nc}).")
+            raise DataError(f"{where} has class {shorten(parts[0])}; expected an integer in 0..{nc - 1} (nc={nc}).")
         cx, cy, w, h = values[1:]
         if w < 0 or h < 0:
             raise DataError(
