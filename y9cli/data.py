@@ -76,6 +76,9 @@ def _print_stats(stats) -> None:
         if s.layout_warning:
             console.print(f"[bold yellow]warning[/bold yellow] {s.split}: ", end="")
             console.print(s.layout_warning, markup=False, highlight=False)
+    for text in stats.warnings:
+        console.print("[bold yellow]warning[/bold yellow] ", end="")
+        console.print(text, markup=False, highlight=False)
 
 
 SHOWN_ISSUES = 200  # label issues listed per split (the rest counted)

@@ -9,13 +9,15 @@ Limits, checked before anything is built from the document:
   expanded): a "billion laughs" alias bomb (nine levels of nine aliases: 400 million values from 1 kB) is refused
   in milliseconds, before anything walks its expansion; a recursive alias is refused too.
 
-A syntax error says ``file:line:column`` and what the parser expected. Every refusal raises the error class the
+A syntax error says ``file:line:column`` and what the parser expected; a key repeated in a mapping (which PyYAML
+would silently resolve to its last value) is a warning naming both lines. Every refusal raises the error class the
 caller passes (``DataError`` for a data.yaml, ``RulesFileError`` for a rules file ...) with one sentence that names
 the file; quoted text from the file is cut to a readable length (``y9core.shorten``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -23,15 +25,15 @@ from typing import Any
 import yaml
 
 from y9core.errors import ConfigFileError, Y9Error
-from y9core.shorten import shorten
+from y9core.shorten import quoted, shorten
 
 MAX_YAML_BYTES = 2 << 20
 MAX_YAML_ALIASES = 1_000
 MAX_YAML_NODES = 200_000
 
-Loader = getattr(
-    yaml, "CSafeLoader", yaml.SafeLoader
-)  # libyaml's parser when present; the same safe constructor
+# libyaml's parser when present (the same safe constructor either way)
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+log = logging.getLogger("y9")
 
 
 def read_yaml_text(path: str | os.PathLike, *, what: str, error: type[Y9Error] = ConfigFileError) -> str:
@@ -78,6 +80,8 @@ def _check_size(root: yaml.Node, source: str, what: str, error: type[Y9Error]) -
     aliases = 0
     stack = [(root, _children(root), 0)]
     open_ids.add(id(root))
+    if isinstance(root, yaml.MappingNode):
+        _warn_repeated_keys(root, source, what)
     while stack:
         node, children, k = stack.pop()
         if k == len(children):
@@ -105,6 +109,21 @@ def _check_size(root: yaml.Node, source: str, what: str, error: type[Y9Error]) -
             continue
         open_ids.add(id(child))
         stack.append((child, _children(child), 0))
+        if isinstance(child, yaml.MappingNode):
+            _warn_repeated_keys(child, source, what)
+
+
+def _warn_repeated_keys(node: yaml.MappingNode, source: str, what: str) -> None:
+    """A warning for each key a mapping repeats (YAML forbids it; PyYAML keeps the last value without a word)."""
+    first: dict[str, int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode):
+            continue
+        if key.value in first:
+            log.warning("%s repeats the key %s (first on line %d); the later value is used",
+                        _subject(what, _where(source, key.start_mark)), quoted(key.value), first[key.value])  # fmt: skip
+        else:
+            first[key.value] = key.start_mark.line + 1
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -102,6 +102,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ setup
     def setup(self) -> None:
         """Everything before the first batch (``fit`` calls it)."""
+        from y9core.data.dataset_warnings import dataset_warnings
         from y9core.val_result import require_metrics_backend
         from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
         from y9train.loss import DetectionLoss
@@ -159,6 +160,9 @@ class Trainer:
         for ds in (self.train_ds, self.val_ds):
             for p, why in ds.skipped if ds is not None else []:
                 self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
+        sets = {k: ds.label_set for k, ds in (("train", self.train_ds), ("val", self.val_ds)) if ds is not None}
+        for text in dataset_warnings(self.data_cfg, sets):  # near-duplicate names, val = train, orphans, EXIF
+            self.reporter.warn(text)
         self.train_loader = hooks.build_train_loader(
             self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
         )

@@ -78,6 +78,7 @@ class LabelSet:
         layout_warning: a sentence when no image has a label file (None otherwise).
         cache_path: the label cache file (None when caching was off or could not be written);
         from_cache: True when this set was read from the cache without parsing.
+        oriented: ``(image, EXIF orientation)`` of usable images whose header turns or flips them (tag 2..8).
     """
 
     files: list[Path]
@@ -88,6 +89,7 @@ class LabelSet:
     layout_warning: str | None = None
     cache_path: Path | None = None
     from_cache: bool = False
+    oriented: list[tuple[Path, int]] = field(default_factory=list)
 
     @property
     def backgrounds(self) -> int:
@@ -146,12 +148,18 @@ def parse_label_file(
         try:
             values = [float(v) for v in parts]
         except ValueError:
-            raise DataError(f"{where} has a non-number in {quoted(line.strip())}; expected 5 numbers.") from None
+            raise DataError(
+                f"{where} has a non-number in {quoted(line.strip())}; expected 5 numbers."
+            ) from None
         cls = values[0]
         if not np.isfinite(values).all():
-            raise DataError(f"{where} has a non-finite value in {quoted(line.strip())}; expected finite numbers.")
+            raise DataError(
+                f"{where} has a non-finite value in {quoted(line.strip())}; expected finite numbers."
+            )
         if cls != int(cls) or not 0 <= cls < nc:
-            raise DataError(f"{where} has class {shorten(parts[0])}; expected an integer in 0..{nc - 1} (nc={nc}).")
+            raise DataError(
+                f"{where} has class {shorten(parts[0])}; expected an integer in 0..{nc - 1} (nc={nc})."
+            )
         cx, cy, w, h = values[1:]
         if w < 0 or h < 0:
             raise DataError(
@@ -366,6 +374,11 @@ def load_labels(
         layout_warning=layout_warning,
         cache_path=cache_path,
         from_cache=from_cache,
+        oriented=[
+            (p, scan.orientations[i])
+            for p, i in index.items()
+            if not reasons[i] and scan.orientations[i] != 1
+        ],
     )
 
 
