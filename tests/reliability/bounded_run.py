@@ -55,8 +55,10 @@ def run_y9(
     file_size: int | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 300,
+    code: Path = REPO,
 ) -> Run:
-    """``y9 ARGS`` in a child process (cwd ``workdir``) under the given limits (bytes)."""
+    """``y9 ARGS`` in a child process (cwd ``workdir``) under the given limits (bytes); ``code``: the checkout whose
+    y9 runs (another one for a before/after comparison). A run past ``timeout`` seconds is killed (returncode -9)."""
 
     def limits() -> None:
         if address_space is not None:
