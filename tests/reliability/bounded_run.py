@@ -69,15 +69,27 @@ def run_y9(
     peak_file = workdir / f".peak-{os.getpid()}-{len(list(workdir.glob('.peak-*')))}"
     child_env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(code),
         "OMP_NUM_THREADS": "1",
         "COLUMNS": "200",
         **(env or {}),
     }
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(peak_file), *args],
-        cwd=workdir, env=child_env, capture_output=True, text=True, timeout=timeout, preexec_fn=limits,
-    )  # fmt: skip
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(peak_file), *args],
+            cwd=workdir, env=child_env, capture_output=True, text=True, timeout=timeout, preexec_fn=limits,
+        )  # fmt: skip
+        returncode, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        returncode, stdout, stderr = (
+            -9,
+            _text(exc.stdout),
+            _text(exc.stderr) + f"\n(killed after {timeout:g} s)",
+        )
     peak = int(peak_file.read_text()) / 1024 if peak_file.is_file() else float("nan")
     peak_file.unlink(missing_ok=True)
-    return Run(proc.returncode, proc.stdout, proc.stderr, peak)
+    return Run(returncode, stdout, stderr, peak)
+
+
+def _text(data: bytes | str | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
