@@ -9,7 +9,11 @@ Before any pixel is decoded, the file's header is read (``y9core.image_header``)
   frame takes 450 MB decoded) and refuses a 600-byte JPEG whose header claims 60000 x 60000 pixels before it takes
   10 GB. Raise it with ``y9 --max-image-pixels N ...`` or the environment variable ``Y9_MAX_IMAGE_PIXELS`` (above
   1,073,741,824 pixels OpenCV's own limit applies too: set ``OPENCV_IO_MAX_IMAGE_PIXELS`` as well);
-- it is cut short: a JPEG without its end-of-image marker, a PNG without its IEND chunk.
+- it is cut short: a JPEG without its end-of-image marker, a PNG without its IEND chunk;
+- the file holds far more bytes than its pixels can need (``MAX_BYTES_PER_PIXEL`` a pixel plus ``EXTRA_BYTES``),
+  so that reading it cannot take more memory than decoding it would.
+
+The bytes decoded are the bytes checked: the header is read again from them (a file swapped in between is refused).
 
 Then it is decoded by OpenCV, which applies the EXIF orientation (the picture as viewers show it; labels must
 follow that picture, see docs/training.md "EXIF orientation"), and refused when OpenCV reads nothing or libjpeg
@@ -23,6 +27,7 @@ Every refusal is an ``ImageFileError`` (a ``ValueError``) naming the file and th
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import sys
@@ -41,6 +46,9 @@ from y9core.image_header import FORMATS, HeaderError, ImageHeader, read_header
 DEFAULT_MAX_PIXELS = 178_956_970
 MAX_PIXELS_ENV = "Y9_MAX_IMAGE_PIXELS"
 TAIL_BYTES = 4096  # the end of a file searched for a JPEG's end-of-image marker or a PNG's IEND chunk
+# the most bytes a file may hold for its pixels: 16-bit RGBA stored raw (8 bytes a pixel), plus metadata (EXIF, ICC
+# profiles, thumbnails, a phone's appended clip): a file far larger is not that image, and is not read into memory
+MAX_BYTES_PER_PIXEL, EXTRA_BYTES = 8, 64 << 20
 
 # libjpeg's warnings of corrupt compressed data (jerror.h: JWRN_HIT_MARKER, JWRN_JPEG_EOF, JWRN_EXTRANEOUS_DATA ...)
 CORRUPT_JPEG = re.compile(
@@ -144,6 +152,12 @@ def check_image_file(path: str | os.PathLike, *, max_pixels: int | None = None) 
             f"(a decompression bomb, or an image larger than expected: raise the limit with "
             f"'y9 --max-image-pixels N ...' or {MAX_PIXELS_ENV}=N)",
         )
+    most = MAX_BYTES_PER_PIXEL * header.pixels + EXTRA_BYTES
+    if size > most:
+        raise ImageFileError(
+            path, f"has {size:,} bytes for a {header.width}x{header.height} {header.format} image, more than "
+            f"the {most:,} such an image can need (data appended to it?); expected an image file",
+        )  # fmt: skip
     if header.format == "JPEG" and b"\xff\xd9" not in tail:
         raise ImageFileError(path, "is a JPEG cut short (no end-of-image marker)")
     if header.format == "PNG" and b"IEND" not in tail:
@@ -179,18 +193,27 @@ def load_image(
     header = check_image_file(path, max_pixels=max_pixels)
     try:
         data = np.fromfile(os.fspath(path), dtype=np.uint8)
-    except OSError as exc:
-        raise ImageFileError(path, f"cannot be read ({exc.strerror or exc})") from None
+        again = read_header(
+            io.BytesIO(memoryview(data)[: 1 << 20])
+        )  # the bytes decoded are the bytes checked
+    except (OSError, HeaderError) as exc:
+        again = exc
+    if again != header:  # the file changed between the check and the read
+        raise ImageFileError(
+            path, "changed while it was being read; expected an image file that stays as it is"
+        )
     watch = corrupt_check and header.format == "JPEG"
+    error = None
     with captured_stderr() if watch else contextlib.nullcontext(lambda: "") as new_text:
         try:
             img = cv2.imdecode(data, flags)
         except cv2.error as exc:
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise ImageFileError(
-                path, f"cannot be decoded as an image (OpenCV: {first.strip()[:200]})"
-            ) from None
+            error = f"cannot be decoded as an image (OpenCV: {first.strip()[:200]})"
         text = new_text()
+    if error is not None:
+        pass_on(text)
+        raise ImageFileError(path, error)
     if watch:
         match = CORRUPT_JPEG.search(text)
         pass_on(text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -16,11 +17,18 @@ import pytest
 from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
 from tests.reliability.bounded_run import run_y9
-from tests.reliability.hostile_images import jpeg_bomb, png_bomb, scrambled_jpeg
+from tests.reliability.hostile_images import jpeg, jpeg_bomb, png_bomb, scrambled_jpeg
 from tests.train.data_fixtures import COCO_36, coco_pair_dataset
 from y9core.data.image_check import verify_images
 from y9core.errors import ImageFileError
-from y9core.image_read import DEFAULT_MAX_PIXELS, MAX_PIXELS_ENV, decode_image, max_image_pixels
+from y9core.image_read import (
+    DEFAULT_MAX_PIXELS,
+    EXTRA_BYTES,
+    MAX_BYTES_PER_PIXEL,
+    MAX_PIXELS_ENV,
+    decode_image,
+    max_image_pixels,
+)
 
 GOOD = sorted(TEST_DATA.glob("*.jpg"))[:3]
 BOUND_MB = 500
@@ -172,3 +180,13 @@ def test_a_video_with_a_corrupt_middle_says_how_many_frames_were_read(tiny, tmp_
     with caplog.at_level(logging.WARNING, logger="y9deploy"):
         assert len(list(VideoReader(video))) == decodable
     assert short in caplog.text
+
+
+def test_a_file_far_larger_than_its_pixels_need_is_not_read(tmp_path):
+    path = tmp_path / "padded.jpg"
+    path.write_bytes(jpeg(8, 8))
+    os.truncate(path, EXTRA_BYTES + 64 * MAX_BYTES_PER_PIXEL + 1)  # sparse: nothing is written
+    with pytest.raises(
+        ImageFileError, match=r"has 67,109,377 bytes for a 8x8 JPEG image, more than the 67,109,376"
+    ):
+        decode_image(path)
