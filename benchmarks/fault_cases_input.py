@@ -35,10 +35,17 @@ def alias_bomb_names(ctx: Context, d) -> Outcome:
     )
 
 
+def one_value_bomb(key: str) -> str:
+    """The same nine levels inside the value of one key (every anchor defined in a list under it)."""
+    levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"&a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 9)]
+    return f"{key}: [{', '.join(levels)}]\n"
+
+
 def alias_bomb_hyp(ctx: Context, d) -> Outcome:
     yml = _dataset(d)
     hyp = d / "hyp.yaml"
-    hyp.write_text(billion_laughs("lr0"))
+    hyp.write_text(one_value_bomb("lr0"))  # a known key: the value itself is the bomb
     run = ctx.y9(["train", "--data", str(yml), "--hyp", str(hyp), *TRAIN, "--project", str(d / "r")], d,
                  timeout=180, address_space=None)  # fmt: skip
     return judge("train: alias bomb as a hyperparameter file", run, [str(hyp), "aliases"], expect="error")
