@@ -47,8 +47,23 @@ def _global_options(
     debug: Annotated[
         bool, typer.Option("--debug", help="On an error, show the full Python traceback (also: Y9_DEBUG=1).")
     ] = False,
+    max_image_pixels: Annotated[
+        int | None,
+        typer.Option(
+            "--max-image-pixels",
+            min=1,
+            help="Refuse images with more pixels than this, read from the file's header before decoding "
+            "(default 178956970; also: Y9_MAX_IMAGE_PIXELS). Applies to predict, inspect, data check and train.",
+        ),
+    ] = None,
 ) -> None:
     """YOLOv9: export, TensorRT engines, fast inference, benchmarks and training."""
+    if max_image_pixels is not None:  # through the environment: DataLoader workers and DDP ranks inherit it
+        import os
+
+        from y9core.image_read import MAX_PIXELS_ENV
+
+        os.environ[MAX_PIXELS_ENV] = str(max_image_pixels)
 
 
 _register_all()

@@ -78,6 +78,9 @@ def _print_stats(stats) -> None:
         if s.layout_warning:
             console.print(f"[bold yellow]warning[/bold yellow] {s.split}: ", end="")
             console.print(s.layout_warning, markup=False, highlight=False)
+    for text in stats.warnings:
+        console.print("[bold yellow]warning[/bold yellow] ", end="")
+        console.print(text, markup=False, highlight=False)
 
 
 SHOWN_ISSUES = 200  # label issues listed per split (the rest counted)
@@ -95,10 +98,12 @@ def data_check(
     """Validate a dataset and print counts, the class histogram and box sizes.
 
     A bad label line stops with its file:line; zero-size boxes and repeated lines are dropped, small overshoots
-    clipped, each listed by file:line (docs/training.md, "Label files"). Unusable images (unreadable, cut
-    short, corrupt JPEG data, degenerate sizes) and list entries that are not images are listed and skipped:
-    training runs without them. A train split without a single box is an error naming where labels were
-    looked for.
+    clipped, each listed by file:line (docs/training.md, "Label files"). Unusable images (unreadable, more pixels
+    than y9 --max-image-pixels, cut short, corrupt JPEG data, degenerate sizes) and list entries that are not images
+    are listed and skipped: training runs without them. A train split without a single box is an error naming where
+    labels were looked for. Warnings: class names differing only in case or spaces, a val split sharing train's
+    images, label files without an image, EXIF-turned images (docs/training.md, "Dataset warnings"); a damaged
+    label cache is rebuilt with a warning.
     """
     from y9train.data.check import check_dataset
 

@@ -26,6 +26,7 @@ _REASONS = {
     errno.EMFILE: "too many files are open",
     errno.EIO: "an input/output error occurred (a failing disk or network mount)",
     errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "the file would exceed the file-size limit (ulimit -f) or the file system's largest file",
 }
 
 

@@ -185,7 +185,8 @@ def register(app: typer.Typer) -> None:
 
         0: every input was processed.
 
-        1: finished, but unreadable inputs were skipped (each named in a warning and in predictions.json).
+        1: finished, but inputs were skipped (unreadable, more pixels than y9 --max-image-pixels, cut short or
+        corrupt; a video with frames that could not be decoded), each named in a warning and in predictions.json.
 
         130 / 143: stopped by Ctrl-C / SIGTERM; the results of the frames done are on disk.
 

@@ -26,8 +26,13 @@ def _renamed(exc: OSError, path: Path) -> OSError:
     return type(exc)(exc.errno, exc.strerror, str(path))
 
 
-def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview | str) -> Path:
+def atomic_write(
+    path: str | os.PathLike, data: bytes | bytearray | memoryview | str, *, durable: bool = True
+) -> Path:
     """Write ``data`` (text is UTF-8) to ``path`` atomically; creates missing parent folders.
+
+    ``durable=False`` skips the fsync (many small outputs, e.g. annotated copies: a crash may then lose the newest
+    file, but never leaves a part of one under its name).
 
     Raises:
         OSError (its subclass kept) naming ``path``; nothing is left behind but the old file, if any.
@@ -47,7 +52,8 @@ def atomic_write(path: str | os.PathLike, data: bytes | bytearray | memoryview |
             offset = 0
             while offset < len(view):
                 offset += os.write(fd, view[offset : offset + CHUNK])
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)

@@ -8,6 +8,10 @@ Defined here, the bottom package both y9train and y9deploy import:
 - ``EngineMismatchError``: an engine built for another GPU, TensorRT flavour or version, or ONNX file;
 - ``BackendUnavailableError`` (RuntimeError): a package a backend needs is missing;
 - ``DataError`` (ValueError): a dataset, data.yaml or label file is malformed;
+- ``ConfigFileError`` (ValueError): a YAML configuration file (hyperparameters ...) is malformed or beyond the
+  loader's limits (``y9core.yaml_load``);
+- ``ImageFileError`` (ValueError): an image file cannot be used (unreadable, not an image, more pixels than the
+  limit, cut short or corrupt); ``.path`` and ``.reason`` say which and why;
 - ``DetectorBusyError`` (RuntimeError): a second thread entered a Detector;
 - ``SourceError`` (ValueError): a video, folder of frames, camera or stream cannot be opened or read;
 - ``RulesFileError`` (ValueError): an inspection rules file is malformed;
@@ -49,6 +53,26 @@ class BackendUnavailableError(Y9Error, RuntimeError):
 
 class DataError(Y9Error, ValueError):
     """A dataset, data.yaml or label file is malformed."""
+
+
+class ConfigFileError(Y9Error, ValueError):
+    """A YAML configuration file is malformed, too large, or an alias bomb (see ``y9core.yaml_load``)."""
+
+
+class ImageFileError(Y9Error, ValueError):
+    """An image file cannot be used: unreadable, not an image, more pixels than the limit, cut short or corrupt.
+
+    ``reason`` reads after "it" (``"is a JPEG cut short (no end-of-image marker)"``); the message is
+    ``"image <path> <reason>."``.
+    """
+
+    def __init__(self, path: object, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"image {path} {reason}.")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.reason)
 
 
 class DetectorBusyError(Y9Error, RuntimeError):

@@ -47,7 +47,12 @@ def _jsonable(meta: Mapping[str, Any], path: Path) -> dict[str, Any]:
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> Path:
-    """``torch.save`` to a temporary file in the same folder, fsync, then rename over ``path``."""
+    """``torch.save`` to a temporary file in the same folder, fsync, then rename over ``path``.
+
+    A write that fails (a full disk, a file-size limit) leaves the previous ``path`` as it was, removes the
+    temporary file and raises an ``OSError`` naming ``path``: torch's zip writer turns the failed write into a
+    ``RuntimeError`` ("unexpected pos ...") whose context is the real OSError, which is raised instead.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -57,8 +62,11 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        cause = exc if isinstance(exc, OSError) else exc.__context__
+        if isinstance(exc, (OSError, RuntimeError)) and isinstance(cause, OSError) and cause.errno is not None:
+            raise type(cause)(cause.errno, cause.strerror or os.strerror(cause.errno), str(path)) from exc
         raise
     return path
 

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from y9core.errors import ConfigFileError
+from y9core.shorten import quoted
 from y9core.wording import did_you_mean
-from y9core.yaml_errors import yaml_error_at
+from y9core.yaml_load import load_yaml_file, parse_yaml_value
 from y9train.data.augment import AUGMENT_RANGES, AugmentConfig
 from y9train.value_ranges import FRACTION, NON_NEGATIVE, POSITIVE, Range, check_ranges
 
@@ -260,8 +260,8 @@ def _convert(cls, name: str, value: Any, origin: str) -> Any:
     if isinstance(value, str) and optional and value.strip().lower() in _NONE_WORDS:
         return None
     if isinstance(value, str) and base != "str":
-        with contextlib.suppress(yaml.YAMLError):
-            value = yaml.safe_load(value)
+        with contextlib.suppress(ConfigFileError):  # not YAML: stays a string, refused below
+            value = parse_yaml_value(value, what=f"{origin}: {name}", error=ConfigFileError)
     if value is None and optional:
         return None
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -273,7 +273,7 @@ def _convert(cls, name: str, value: Any, origin: str) -> Any:
         return float(value)
     if base == "str" and isinstance(value, (str, int)) and not isinstance(value, bool):
         return str(value)
-    raise ValueError(f"{origin}: {name}={value!r}; expected {_WANT.get(base, base)}.")
+    raise ValueError(f"{origin}: {name}={quoted(value)}; expected {_WANT.get(base, base)}.")
 
 
 def _typed(cls, values: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -296,10 +296,7 @@ def read_hyp_yaml(path: str | Path) -> dict[str, Any]:
             f"hyperparameter file {path} does not exist; expected a YAML file of key: value "
             f"or a recipe name ({', '.join(RECIPES)})."
         )
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"hyperparameter file {yaml_error_at(path, exc)}.") from None
+    raw = load_yaml_file(path, what="hyperparameter file", error=ConfigFileError) or {}
     if not isinstance(raw, dict):
         raise ValueError(
             f"hyperparameter file {path} holds a {type(raw).__name__}; expected key: value pairs."
@@ -332,7 +329,7 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"override {item!r} is not of the form key=value (e.g. lr0=0.02).")
+            raise ValueError(f"override {quoted(item)} is not of the form key=value (e.g. lr0=0.02).")
         out[key.strip().replace("-", "_")] = value.strip()
     return out
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from y9core.append_file import AppendFile
+from y9core.atomic_write import atomic_write
 
 STEP_COLUMNS = ("iteration", "epoch", "batch", "step", "lr", "grad_norm", "box", "cls", "dfl")
 
@@ -42,6 +46,12 @@ def write_results_csv(path: Path, history: list[dict[str, Any]]) -> None:
         raise
 
 
+def _csv_text(rows: Iterable[Iterable[Any]]) -> str:
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
+
+
 def read_csv(path: Path) -> list[dict[str, float]]:
     """Rows of a results/steps CSV as floats (empty cells -> nan)."""
     with Path(path).open(newline="") as f:
@@ -60,24 +70,21 @@ class StepLog:
     def __init__(self, path: Path, *, fresh: bool = True):
         self.path = path
         if fresh or not path.exists():
-            with path.open("w", newline="") as f:
-                csv.writer(f).writerow(STEP_COLUMNS)
+            atomic_write(path, _csv_text([STEP_COLUMNS]))
 
     def truncate(self, iterations: int) -> None:
         """Keep only rows with ``iteration < iterations`` (after a resume)."""
-        rows = []
         with self.path.open(newline="") as f:
             reader = csv.reader(f)
             header = next(reader, list(STEP_COLUMNS))
-            rows = [r for r in reader if r and int(r[0]) < iterations]
-        with self.path.open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(header)
-            w.writerows(rows)
+            rows = [r for r in reader if r and r[0].isdigit() and int(r[0]) < iterations]
+        atomic_write(self.path, _csv_text([header, *rows]))
 
     def append(self, rows: Iterable[Iterable[Any]]) -> None:
-        with self.path.open("a", newline="") as f:
-            csv.writer(f).writerows([[_fmt(v) for v in r] for r in rows])
+        """Append rows in one write (``y9core.append_file``): a failed write leaves whole rows only and raises an
+        OSError naming ``steps.csv``."""
+        with AppendFile(self.path) as f:
+            f.append(_csv_text([[_fmt(v) for v in r] for r in rows]))
 
 
 class Reporter:

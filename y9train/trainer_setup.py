@@ -76,6 +76,7 @@ class TrainerSetup:
 
     def _setup_data(self) -> None:
         """The training and validation datasets and loaders (validation on the main process only)."""
+        from y9core.data.dataset_warnings import dataset_warnings
         from y9train.data import AugmentConfig, YoloDataset, build_dataloader
         from y9train.run_setup import cpu_count
 
@@ -90,6 +91,9 @@ class TrainerSetup:
         for ds in (self.train_ds, self.val_ds):
             for p, why in ds.skipped if ds is not None else []:
                 self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
+        sets = {k: ds.label_set for k, ds in (("train", self.train_ds), ("val", self.val_ds)) if ds is not None}
+        for text in dataset_warnings(self.data_cfg, sets):  # near-duplicate names, val = train, orphans, EXIF
+            self.reporter.warn(text)
         self.train_loader = hooks.build_train_loader(
             self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
         )

@@ -53,7 +53,7 @@ def test_bad_frames(det, source, error, words):
 def test_unreadable_image_file(det, tmp_path):
     bad = tmp_path / "not_an_image.jpg"
     bad.write_bytes(b"this is text, not a JPEG")
-    with pytest.raises(ValueError, match="could not be decoded as an image") as info:
+    with pytest.raises(ValueError, match="cannot be decoded as an image") as info:
         det.predict(bad)
     assert str(bad) in _sentence(info.value)
     with pytest.raises(IsADirectoryError, match=f"image {tmp_path} is a folder; expected a file"):

@@ -23,6 +23,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import REPO
+from tests.reliability.hostile_images import jpeg_bomb
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, coco_pair_dataset, write_yaml
 from tests.train.trainer_fixtures import one_thread, tiny_config  # noqa: F401
 from y9cli import data as data_cli
@@ -314,6 +315,9 @@ def degenerate_images(folder: Path) -> dict[str, str]:
             "has corrupt JPEG data (libjpeg: '"  # fmt: skip
     (folder / "empty.jpg").write_bytes(b"")
     expected["empty.jpg"] = "is an empty (0-byte) file"
+    for side in (60000, 30000):  # decompression bombs (issue 34): refused from the header, nothing decoded
+        (folder / f"bomb{side}.jpg").write_bytes(jpeg_bomb(side, side))
+        expected[f"bomb{side}.jpg"] = f"has {side}x{side} = {side * side:,} pixels, more than the limit"
     for name, (h, w) in {"one.png": (1, 1), "strip.png": (3, 5000), "column.png": (4000, 2)}.items():
         assert cv2.imwrite(str(folder / name), np.full((h, w, 3), 100, np.uint8))
         expected[name] = f"has a degenerate size of {w}x{h} pixels; expected sides of at least 2 pixels"
@@ -368,6 +372,7 @@ def test_images_that_pass_data_check_train_without_a_crash(tmp_path):
 def test_real_datasets_have_no_skips_and_no_label_issues(shared):
     for name in ("coco8", "neu-det-mini", "deeppcb-mini"):
         stats = check_dataset(shared("datasets", name, "data.yaml"))
+        assert stats.warnings == [], name  # no oddity warned on real data (y9core.data.dataset_warnings)
         for s in stats.splits.values():
             assert s.skipped == [] and s.issues == [] and s.layout_warning is None, (name, s.split)
 

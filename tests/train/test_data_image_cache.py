@@ -49,7 +49,7 @@ def test_disk_cache_decodes_each_image_once_ever(tmp_path, monkeypatch):
     def no_decode(*args, **kwargs):
         raise AssertionError("the disk cache must not decode an image again")
 
-    monkeypatch.setattr(cache_mod.cv2, "imread", no_decode)
+    monkeypatch.setattr(cache_mod, "decode_image", no_decode)
     second = ImageCache(files, shapes, 256, "disk", cache_dir=tmp_path)  # a later run
     for i in range(2):
         img = second.get(i)

@@ -72,7 +72,7 @@ def test_unreadable_and_truncated_images_are_skipped_and_reported(tmp_path, capl
     skipped = {p.name: why for p, why in ds.skipped}
     assert skipped == {
         "cut.jpg": "is a JPEG cut short (no end-of-image marker)",
-        "text.jpg": "cannot be decoded as an image",
+        "text.jpg": "cannot be decoded as an image (its content is not JPEG, PNG, BMP, WebP or TIFF)",
     }
     assert ds.label_issues == []
     assert "cut.jpg" in caplog.text and "text.jpg" in caplog.text

@@ -4,7 +4,8 @@ A label file holds one ``class cx cy w h`` line per box, normalised to [0, 1]. A
 file (or with an empty one) is a background image. Unusable images are skipped and reported by path (see
 ``image_check``). The policy for label lines (documented in docs/training.md, "Label files"):
 
-- error (``DataError`` naming ``file:line``, the run stops): a wrong column count, a non-number or non-finite
+- error (``DataError`` naming ``file:line``, the run stops; quoted text cut to a readable length): a line longer
+  than ``MAX_LABEL_LINE`` characters, a wrong column count, a non-number or non-finite
   value, a class that is not an integer in ``0..nc-1``, a negative width or height, a box reaching outside
   [0, 1] by more than ``LABEL_TOLERANCE``; also a folder (or an unreadable file) where a label file should be;
 - fixed: a box reaching outside [0, 1] by up to ``LABEL_TOLERANCE`` is clipped to the image;
@@ -20,12 +21,12 @@ file, the set is refused (``require_labels``, the training split) or a warning n
 The cache (``<labels folder>.y9cache.npz`` beside the labels, or under ``cache_dir`` / ``$Y9_CACHE_DIR``) stores the
 parsed labels, image shapes, skip reasons and label issues keyed by a hash of every image's and label file's path,
 size and mtime, so a second run skips decoding and parsing; any change to a file rebuilds it. It is an ``.npz``
-without pickles.
+without pickles (``npz_cache``): a damaged one (cut short, a flipped bit caught by the zip CRC-32) is rebuilt with a
+warning naming it, never an error.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -35,17 +36,20 @@ from pathlib import Path
 import numpy as np
 
 from y9core.errors import DataError
+from y9core.shorten import quoted, shorten
 
 from .image_check import verify_images
+from .npz_cache import read_npz_cache, write_npz_cache
 from .paths import cache_location, file_signature, label_path_for
 
 log = logging.getLogger("y9train.data")
 
 LABEL_TOLERANCE = 0.01  # coordinates up to this far outside [0, 1] are clipped, beyond it they are an error
 CLIP_REPORTED = 1e-6  # clips smaller than this (float rounding of converters) are not reported
-CACHE_VERSION = "y9-labels-2"
+CACHE_VERSION = "y9-labels-3"
 ISSUE_KINDS = ("clipped", "zero-size", "duplicate")
 SHOWN_ISSUES = 5  # locations in the logged summary
+MAX_LABEL_LINE = 1_000  # characters of one label line (five numbers need far fewer)
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,7 @@ class LabelSet:
         layout_warning: a sentence when no image has a label file (None otherwise).
         cache_path: the label cache file (None when caching was off or could not be written);
         from_cache: True when this set was read from the cache without parsing.
+        oriented: ``(image, EXIF orientation)`` of usable images whose header turns or flips them (tag 2..8).
     """
 
     files: list[Path]
@@ -84,6 +89,7 @@ class LabelSet:
     layout_warning: str | None = None
     cache_path: Path | None = None
     from_cache: bool = False
+    oriented: list[tuple[Path, int]] = field(default_factory=list)
 
     @property
     def backgrounds(self) -> int:
@@ -128,23 +134,32 @@ def parse_label_file(
     rows: list[tuple[float, ...]] = []
     seen: dict[tuple[float, ...], int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
+        where = f"Label file {path}:{lineno}"
+        if len(line) > MAX_LABEL_LINE:  # not split into millions of words first
+            raise DataError(f"{where} has a line of {len(line):,} characters ({quoted(line)}); expected 5 "
+                            f"numbers: class cx cy w h (at most {MAX_LABEL_LINE:,} characters).")  # fmt: skip
         parts = line.split()
         if not parts:
             continue
-        where = f"Label file {path}:{lineno}"
         if len(parts) != 5:
             raise DataError(
-                f"{where} has {len(parts)} columns ({line.strip()!r}); expected 5: class cx cy w h."
+                f"{where} has {len(parts)} columns ({quoted(line.strip())}); expected 5: class cx cy w h."
             )
         try:
             values = [float(v) for v in parts]
         except ValueError:
-            raise DataError(f"{where} has a non-number in {line.strip()!r}; expected 5 numbers.") from None
+            raise DataError(
+                f"{where} has a non-number in {quoted(line.strip())}; expected 5 numbers."
+            ) from None
         cls = values[0]
         if not np.isfinite(values).all():
-            raise DataError(f"{where} has a non-finite value in {line.strip()!r}; expected finite numbers.")
+            raise DataError(
+                f"{where} has a non-finite value in {quoted(line.strip())}; expected finite numbers."
+            )
         if cls != int(cls) or not 0 <= cls < nc:
-            raise DataError(f"{where} has class {parts[0]}; expected an integer in 0..{nc - 1} (nc={nc}).")
+            raise DataError(
+                f"{where} has class {shorten(parts[0])}; expected an integer in 0..{nc - 1} (nc={nc})."
+            )
         cx, cy, w, h = values[1:]
         if w < 0 or h < 0:
             raise DataError(
@@ -213,64 +228,70 @@ def _signature(unique: list[Path], nc: int) -> str:
     return f"{CACHE_VERSION}:{nc}:{LABEL_TOLERANCE}:{file_signature(paths)}"
 
 
-def _read_cache(path: Path, signature: str, unique: list[Path]):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            if str(z["signature"]) != signature:
-                return None
-            counts = z["counts"]
-            splits = np.split(z["labels"], np.cumsum(counts)[:-1]) if len(counts) else []
-            issues = [
+@dataclass(frozen=True)
+class _Scan:
+    """What the scan found per unique image (the label cache holds exactly this)."""
+
+    shapes: list[tuple[int, int]]  # (h, w) as decoded; (-1, -1) when unusable
+    reasons: list[str]  # why an image is unusable ("" when usable)
+    has_label: list[bool]
+    labels: list[np.ndarray]
+    issues: list[LabelIssue]
+    orientations: list[int]  # EXIF orientation tags (1: none)
+
+
+def _read_cache(path: Path | None, signature: str, unique: list[Path]) -> _Scan | None:
+    def build(z) -> _Scan:
+        counts = z["counts"]
+        if int(counts.sum()) != len(z["labels"]) or len(counts) != len(unique):
+            raise ValueError(f"{len(counts)} label counts summing to {int(counts.sum())} for {len(unique)} images "
+                             f"and {len(z['labels'])} labels")  # fmt: skip
+        return _Scan(
+            shapes=[(int(h), int(w)) for h, w in z["shapes"]],
+            reasons=[str(r) for r in z["reasons"]],
+            has_label=[bool(b) for b in z["has_label"]],
+            labels=np.split(z["labels"], np.cumsum(counts)[:-1]) if len(counts) else [],
+            issues=[
                 LabelIssue(label_path_for(unique[int(i)]), int(n), str(k), str(d))
                 for i, n, k, d in zip(z["issue_image"], z["issue_line"], z["issue_kind"], z["issue_detail"])
-            ]
-            return (
-                z["shapes"],
-                [str(r) for r in z["reasons"]],
-                [bool(b) for b in z["has_label"]],
-                splits,
-                issues,
-            )
-    except (OSError, KeyError, ValueError, IndexError):
-        return None
-
-
-def _write_cache(path: Path, signature: str, shapes, reasons, has_label, labels, issues, unique) -> bool:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    index = {label_path_for(p): i for i, p in enumerate(unique)}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(
-            tmp,
-            signature=np.array(signature),
-            shapes=np.asarray(shapes, np.int32).reshape(-1, 2),
-            reasons=np.array(reasons, dtype=str),
-            has_label=np.array(has_label, dtype=bool),
-            counts=np.array([len(x) for x in labels], np.int64),
-            labels=np.concatenate(labels).astype(np.float32) if labels else np.zeros((0, 5), np.float32),
-            issue_image=np.array([index[i.path] for i in issues], np.int64),
-            issue_line=np.array([i.line for i in issues], np.int64),
-            issue_kind=np.array([i.kind for i in issues], dtype=str),
-            issue_detail=np.array([i.detail for i in issues], dtype=str),
+            ],
+            orientations=[int(o) for o in z["orientations"]],
         )
-        os.replace(tmp, path)
-        return True
-    except OSError as exc:
-        log.warning("could not write the label cache %s (%s); continuing without it", path, exc)
-        with contextlib.suppress(OSError):  # e.g. the cache folder is under a file: there is no tmp to remove
-            tmp.unlink(missing_ok=True)
-        return False
+
+    return read_npz_cache(path, signature, build, what="label cache")
 
 
-def _scan(unique: list[Path], nc: int, workers: int):
+def _write_cache(path: Path, signature: str, scan: _Scan, unique: list[Path]) -> bool:
+    index = {label_path_for(p): i for i, p in enumerate(unique)}
+    labels = scan.labels
+    arrays = dict(
+        shapes=np.asarray(scan.shapes, np.int32).reshape(-1, 2),
+        reasons=np.array(scan.reasons, dtype=str),
+        has_label=np.array(scan.has_label, dtype=bool),
+        counts=np.array([len(x) for x in labels], np.int64),
+        labels=np.concatenate(labels).astype(np.float32) if labels else np.zeros((0, 5), np.float32),
+        issue_image=np.array([index[i.path] for i in scan.issues], np.int64),
+        issue_line=np.array([i.line for i in scan.issues], np.int64),
+        issue_kind=np.array([i.kind for i in scan.issues], dtype=str),
+        issue_detail=np.array([i.detail for i in scan.issues], dtype=str),
+        orientations=np.array(scan.orientations, np.int8),
+    )
+    return write_npz_cache(path, signature, arrays, what="label cache")
+
+
+def _scan(unique: list[Path], nc: int, workers: int) -> _Scan:
     verdicts = verify_images(unique, workers)
     n_workers = max(1, min(workers, os.cpu_count() or 1, len(unique)))
     with ThreadPoolExecutor(n_workers) as pool:
         parsed = list(pool.map(lambda p: _parse_one(p, nc), unique))
-    shapes = [v[0] or (-1, -1) for v in verdicts]
-    reasons = [v[1] for v in verdicts]
-    issues = [i for r in parsed for i in r[2]]
-    return shapes, reasons, [r[0] for r in parsed], [r[1] for r in parsed], issues
+    return _Scan(
+        shapes=[v.hw or (-1, -1) for v in verdicts],
+        reasons=[v.reason for v in verdicts],
+        has_label=[r[0] for r in parsed],
+        labels=[r[1] for r in parsed],
+        issues=[i for r in parsed for i in r[2]],
+        orientations=[v.orientation for v in verdicts],
+    )
 
 
 def log_issues(issues: list[LabelIssue]) -> None:
@@ -315,20 +336,13 @@ def load_labels(
     signature = _signature(unique, nc)
     label_dir = label_path_for(unique[0]).parent
     cache_path = cache_location(label_dir, f"{label_dir.name}.y9cache.npz", cache_dir) if cache else None
-    cached = (
-        _read_cache(cache_path, signature, unique)
-        if cache_path is not None and cache_path.is_file()
-        else None
-    )
-    from_cache = cached is not None
-    if cached is not None:
-        shapes, reasons, has_label, labels, issues = cached
-    else:
-        shapes, reasons, has_label, labels, issues = _scan(unique, nc, workers)
-        if cache_path is not None and not _write_cache(
-            cache_path, signature, shapes, reasons, has_label, labels, issues, unique
-        ):
+    scan = _read_cache(cache_path, signature, unique)
+    from_cache = scan is not None
+    if scan is None:
+        scan = _scan(unique, nc, workers)
+        if cache_path is not None and not _write_cache(cache_path, signature, scan, unique):
             cache_path = None
+    shapes, reasons, labels = scan.shapes, scan.reasons, scan.labels
     index = {p: i for i, p in enumerate(unique)}
     skipped = [(p, reasons[i]) for p, i in index.items() if reasons[i]]
     for p, why in skipped:
@@ -341,12 +355,12 @@ def load_labels(
         )
     usable = [i for i, r in enumerate(reasons) if not r]
     of_label = {label_path_for(p): i for i, p in enumerate(unique)}
-    issues = [i for i in issues if not reasons[of_label[i.path]]]  # the labels of skipped images do not count
+    issues = [i for i in scan.issues if not reasons[of_label[i.path]]]  # skipped images' labels do not count
     log_issues(issues)
     layout_warning = None
     if not any(len(labels[i]) for i in usable):
         layout_warning = layout_message(
-            [unique[i] for i in usable], [unique[i] for i in usable if has_label[i]]
+            [unique[i] for i in usable], [unique[i] for i in usable if scan.has_label[i]]
         )
         if require_labels:
             raise DataError(layout_warning)
@@ -360,6 +374,11 @@ def load_labels(
         layout_warning=layout_warning,
         cache_path=cache_path,
         from_cache=from_cache,
+        oriented=[
+            (p, scan.orientations[i])
+            for p, i in index.items()
+            if not reasons[i] and scan.orientations[i] != 1
+        ],
     )
 
 

@@ -11,11 +11,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from y9core.errors import DataError
+from y9core.shorten import shorten
 
 log = logging.getLogger("y9train.data")
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
-REPORTED_SUFFIXES = frozenset({".gif"})  # images of a kind not trained on: reported when found in a folder
+REPORTED_SUFFIXES = frozenset({".gif"})
+PATH_MAX = 4096  # a longer list-file entry cannot name a file (it counts as missing)  # images of a kind not trained on: reported when found in a folder
 
 
 def label_path_for(image: str | Path) -> Path:
@@ -93,12 +95,12 @@ def list_images(
                     files.append(p)
         elif src.is_file() and src.suffix.lower() == ".txt":
             listed = _read_list_file(src)
-            missing = [(n, p) for n, p in listed if not p.exists()]
+            missing = [(n, p) for n, p in listed if len(str(p)) >= PATH_MAX or not p.exists()]
             if missing:
                 n, first = missing[0]
                 raise DataError(
                     f"List file {src} names {len(missing)} image(s) that do not exist, the first being "
-                    f"{first} (line {n}); expected existing image paths, one per line."
+                    f"{shorten(str(first))} (line {n}); expected existing image paths, one per line."
                 )
             for n, p in listed:
                 why = _not_an_image(p)

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from y9core.errors import DataError
-from y9core.yaml_errors import yaml_error_at
+from y9core.shorten import quoted, shorten
+from y9core.yaml_load import load_yaml_file
 
 from .paths import list_images
 
@@ -57,7 +56,7 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
     names = raw.get("names")
     nc = raw.get("nc")
     if nc is not None and (not isinstance(nc, int) or isinstance(nc, bool) or nc < 1):
-        raise DataError(f"data.yaml {yaml_path} has nc={nc!r}; expected a positive integer.")
+        raise DataError(f"data.yaml {yaml_path} has nc={quoted(nc)}; expected a positive integer.")
     if names is None:
         if nc is None:
             raise DataError(f"data.yaml {yaml_path} has neither 'names' nor 'nc'; expected at least one.")
@@ -67,11 +66,11 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
             keys = sorted(int(k) for k in names)
         except (TypeError, ValueError):
             raise DataError(
-                f"data.yaml {yaml_path} has names keys {list(names)!r}; expected integer class indices."
+                f"data.yaml {yaml_path} has names keys {quoted(list(names))}; expected integer class indices."
             ) from None
         if keys != list(range(len(keys))):
             raise DataError(
-                f"data.yaml {yaml_path} has names indices {keys}; expected 0..{len(keys) - 1} without gaps."
+                f"data.yaml {yaml_path} has names indices {quoted(keys)}; expected 0..{len(keys) - 1} without gaps."
             )
         by_int = {int(k): v for k, v in names.items()}
         names = [by_int[i] for i in range(len(keys))]
@@ -84,7 +83,7 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
     for i, n in enumerate(names):
         if n is None or not str(n).strip():
             raise DataError(
-                f"data.yaml {yaml_path} has an empty name for class {i} ({n!r}); expected a non-empty name "
+                f"data.yaml {yaml_path} has an empty name for class {i} ({quoted(n)}); expected a non-empty name "
                 "for every class."
             )
     names = [str(n) for n in names]
@@ -92,7 +91,7 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
     for i, n in enumerate(names):
         if n in first:
             raise DataError(
-                f"data.yaml {yaml_path} names {n!r} twice (classes {first[n]} and {i}); expected distinct "
+                f"data.yaml {yaml_path} names {quoted(n)} twice (classes {first[n]} and {i}); expected distinct "
                 "class names."
             )
         first[n] = i
@@ -107,7 +106,7 @@ def _resolve_sources(value, root: Path, yaml_path: Path, key: str) -> list[Path]
     for item in items:
         if not isinstance(item, str) or not item.strip():
             raise DataError(
-                f"data.yaml {yaml_path} key '{key}' holds {item!r}; expected a folder or list-file path."
+                f"data.yaml {yaml_path} key '{key}' holds {quoted(item)}; expected a folder or list-file path."
             )
         p = Path(item).expanduser()
         p = p if p.is_absolute() else root / p
@@ -136,17 +135,14 @@ def load_data_yaml(path: str | Path, *, require: tuple[str, ...] = ("train", "va
             f"data.yaml {yaml_path} does not exist; expected a YAML file with path, train, val, names."
         )
     yaml_path = yaml_path.resolve()
-    try:
-        raw = yaml.safe_load(yaml_path.read_text())
-    except yaml.YAMLError as exc:
-        raise DataError(f"data.yaml {yaml_error_at(yaml_path, exc)}.") from None
+    raw = load_yaml_file(yaml_path, what="data.yaml", error=DataError)  # bounded; a syntax error names file:line:column
     if not isinstance(raw, dict):
         raise DataError(f"data.yaml {yaml_path} holds a {type(raw).__name__}; expected a mapping of keys.")
     root_value = raw.get("path") or "."
     root = Path(str(root_value)).expanduser()
     root = root if root.is_absolute() else yaml_path.parent / root
     if not root.is_dir():
-        raise DataError(f"data.yaml {yaml_path} has path {root_value!r} -> {root}, which is not a folder.")
+        raise DataError(f"data.yaml {yaml_path} has path {quoted(root_value)} -> {shorten(str(root))}, which is not a folder.")
     names = _parse_names(raw, yaml_path)
     splits = {}
     for key in SPLITS:

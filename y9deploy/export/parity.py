@@ -83,8 +83,7 @@ def image_input(sources: list[Any], imgsz: tuple[int, int], batch: int) -> np.nd
     """
     from pathlib import Path
 
-    import cv2
-
+    from y9core.image_read import decode_image
     from y9core.letterbox import letterbox
 
     files: list[Path] = []
@@ -102,9 +101,7 @@ def image_input(sources: list[Any], imgsz: tuple[int, int], batch: int) -> np.nd
         )
     out = np.empty((batch, 3, *imgsz), dtype=np.float32)
     for i in range(batch):
-        img = cv2.imread(str(files[i % len(files)]))
-        if img is None:
-            raise ValueError(f"{files[i % len(files)]} is not an image OpenCV can read")
+        img = decode_image(files[i % len(files)])  # an ImageFileError (ValueError) names the file and why
         lb, _, _ = letterbox(img, imgsz)
         out[i] = lb[:, :, ::-1].transpose(2, 0, 1) / 255.0
     return out

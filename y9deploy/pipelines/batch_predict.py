@@ -10,6 +10,8 @@ returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
   never resolves to an input file.
 - ``stop`` (a ``threading.Event``, set e.g. by a Ctrl-C handler) ends the run after the current frame;
   everything done so far is on disk and ``summary.interrupted`` is True.
+- A write that fails (a full disk, a file-size limit) stops the run with an ``OSError`` naming the file: the JSON
+  lines and CSV rows written until then are whole, and ``predictions.json`` is built from them when it can be.
 - Videos, streams and cameras go through ``video.FrameReader`` (reader thread, ``latest``/``queue`` policy,
   reconnects); ``batch`` frames at a time go through the Detector; ``tile`` runs sliced inference per frame.
 - ``track`` (``track_run.TrackOptions``): videos and streams are tracked (a ``track_id`` on every detection) and
@@ -19,6 +21,7 @@ returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +33,9 @@ from urllib.parse import urlsplit
 import cv2
 import numpy as np
 
+from y9core.image_write import write_image
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
+from y9deploy.pipelines.file_frames import check_video_written
 from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
 from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, read_url_image, source_roots, url_kind
@@ -287,15 +292,20 @@ def predict_source(
             writer.close()
             if files is not None:
                 summary.files = files.close()
+            failing = sys.exc_info()[1] is not None  # e.g. a write failed: that error is the one to report
             if not finished and writer.frames == 0 and not append:  # e.g. a camera that cannot be opened
                 for empty in (writer.jsonl_path, writer.csv_path):  # nothing was done: nothing is left behind
                     if empty is not None:
                         empty.unlink(missing_ok=True)
             elif writer.jsonl_path is not None and final_json:
-                summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
-                                                     model=str(getattr(det, "path", model)), names=names,
-                                                     skipped=summary.skipped,
-                                                     counts={k: v.to_dict() for k, v in summary.counts.items()})  # fmt: skip
+                try:
+                    summary.json_path = build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
+                                                         model=str(getattr(det, "path", model)), names=names,
+                                                         skipped=summary.skipped,
+                                                         counts={k: v.to_dict() for k, v in summary.counts.items()})  # fmt: skip
+                except OSError:
+                    if not failing:
+                        raise
     finally:
         if own:
             det.close()
@@ -361,7 +371,7 @@ class _Session:
                 if self.out_dir is not None:
                     name = _url_file_name(path) if is_url(path) else Path(path).name
                     out = _unique(self.out_dir, name, self.used, self.inputs)
-                    cv2.imwrite(str(out), draw_detections(frame, dets))
+                    write_image(out, draw_detections(frame, dets))  # an OSError names the file and stops
                     self.summary.outputs.append(out)
 
     def video(self, video: str | Path, reading: dict[str, Any]) -> None:
@@ -377,7 +387,7 @@ class _Session:
                 raise
             self.skip(video, exc)
             return
-        writer, out = None, None
+        writer, out, written = None, None, 0
         if self.out_dir is not None:
             name = f"{Path(str(video)).stem if not live else 'stream'}.mp4"
             out = _unique(self.out_dir, name, self.used, self.inputs)
@@ -413,7 +423,11 @@ class _Session:
                             h, w = f.image.shape[:2]
                             fps = reader.fps / (1 if live else reader.stride)
                             writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+                            if not writer.isOpened():
+                                raise OSError(f"cannot write the annotated video {out}: OpenCV's video writer could "
+                                              "not open it (an unwritable folder, a full disk, or no mp4v encoder).")
                         writer.write(image if image is not None else draw_detections(f.image, dets))
+                        written += 1
         finally:
             reader.stop()
             self.summary.dropped += reader.stats.dropped
@@ -424,6 +438,8 @@ class _Session:
             if writer is not None:
                 writer.release()
                 self.summary.outputs.append(out)  # type: ignore[arg-type]
+        if writer is not None:
+            check_video_written(out, written)  # type: ignore[arg-type]
         self.summary.videos += 1
 
     def _next_frames(self, reader: FrameReader) -> list[Any] | None:

@@ -10,6 +10,7 @@ Skipped frames are grabbed but not decoded (``cv2.VideoCapture.grab``), so skipp
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import cv2
 import numpy as np
 
 from y9core.errors import SourceError
+from y9deploy.pipelines.file_frames import FrameTally, file_frames
 from y9deploy.pipelines.sources import IMAGE_SUFFIXES, VIDEO_SUFFIXES, is_url, url_kind  # noqa: F401 - re-exported
 
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "rtmp": 1935, "http": 80, "https": 443}
@@ -125,6 +127,7 @@ class VideoReader:
         self.height = int(self._cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
         count = int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT))
         self.frame_count = count if count > 0 and not is_live(source) else None
+        self.tally = FrameTally(expected=self.frame_count)  # a file's frames decoded / declared, once read
 
     @property
     def expected_frames(self) -> int | None:
@@ -132,20 +135,37 @@ class VideoReader:
         return expected_frames(self.frame_count, self.stride, self.max_frames)
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
-        index, yielded = 0, 0
-        while self.max_frames is None or yielded < self.max_frames:
-            if index % self.stride:
-                if not self._cap.grab():
+        """Frames of a file go through ``file_frames``: frames that cannot be decoded are counted in ``tally`` and
+        reported (``tally.shortfall``) as a warning on the ``y9deploy`` logger once the file has been read."""
+        yielded = 0
+        if is_live(self.source):
+            index = 0
+            while self.max_frames is None or yielded < self.max_frames:
+                if index % self.stride:
+                    if not self._cap.grab():
+                        break
+                    index += 1
+                    continue
+                ok, frame = self._cap.read()
+                if not ok or frame is None:
                     break
+                yield index, frame
+                yielded += 1
                 index += 1
+            self.close()
+            return
+        self.tally = FrameTally(expected=self.frame_count)
+        for index, frame in file_frames(self._cap, self.tally, stride=self.stride):
+            if frame is None:
                 continue
-            ok, frame = self._cap.read()
-            if not ok or frame is None:
+            if self.max_frames is not None and yielded >= self.max_frames:
                 break
             yield index, frame
             yielded += 1
-            index += 1
         self.close()
+        short = self.tally.shortfall(self.source)
+        if short is not None:
+            logging.getLogger("y9deploy").warning("%s", short)
 
     def close(self) -> None:
         if self._cap is not None:

@@ -12,7 +12,8 @@
       - {name: one screw in the corner, region: corner, classes: [screw], min: 1, max: 1}
 
 ``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
-sentence each, prefixed with ``file:line`` (PyYAML's node marks). Class names are checked against the model
+sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.yaml_load`` (its size
+and alias limits); a polygon has at most ``MAX_POLYGON_POINTS`` points. Class names are checked against the model
 by ``RuleSet.bind(names)``, with the same ``file:line`` sentences.
 """
 
@@ -27,8 +28,10 @@ import numpy as np
 import yaml
 
 from y9core.errors import RulesFileError
+from y9core.shorten import quoted
+from y9core.yaml_load import compose_text, read_yaml_text
 from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
-from y9deploy.pipelines.regions import Region
+from y9deploy.pipelines.regions import MAX_POLYGON_POINTS, Region
 
 TOP_KEYS = ("version", "thresholds", "regions", "rules")
 THRESHOLD_KEYS = ("min_conf", "min_area", "min_width", "min_height")
@@ -234,9 +237,10 @@ def _region(c: _Checker, name: str, node: yaml.Node) -> Region | None:
             c.error(vnode, f"{what}.rect is {vals}; expected [x1, y1, x2, y2] with x2 > x1 and y2 > y1.")
             return None
         return Region(name, rect=tuple(vals))
-    if not isinstance(vnode, yaml.SequenceNode) or len(vnode.value) < 3:
-        got = f"{len(vnode.value)} points" if isinstance(vnode, yaml.SequenceNode) else c.describe(vnode)
-        c.error(vnode, f"{what}.polygon is {got}; expected a list of at least 3 [x, y] points.")
+    if not isinstance(vnode, yaml.SequenceNode) or not 3 <= len(vnode.value) <= MAX_POLYGON_POINTS:
+        got = f"{len(vnode.value):,} points" if isinstance(vnode, yaml.SequenceNode) else c.describe(vnode)
+        c.error(vnode, f"{what}.polygon is {got}; expected a list of 3 to {MAX_POLYGON_POINTS:,} [x, y] points "
+                       "(simplify a longer outline).")  # fmt: skip
         return None
     pts = []
     for i, pnode in enumerate(vnode.value):
@@ -250,7 +254,7 @@ def _region(c: _Checker, name: str, node: yaml.Node) -> Region | None:
     try:
         return Region(name, polygon=np.asarray(pts, np.float64))
     except ValueError:
-        c.error(vnode, f"{what}.polygon {pts} has zero area; expected the corners of a proper polygon.")
+        c.error(vnode, f"{what}.polygon {quoted(pts)} has zero area; expected the corners of a proper polygon.")
         return None
 
 
@@ -303,16 +307,8 @@ def load_rules(path: str | Path) -> RuleSet:
         raise FileNotFoundError(f"rules file {path} does not exist." if not path.exists() else
                                 f"rules path {path} is not a file.")  # fmt: skip
     c = _Checker(path)
-    try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except UnicodeDecodeError as exc:
-        raise RulesFileError(
-            f"{path} is not a UTF-8 text file ({exc.reason}); expected a YAML rules file."
-        ) from exc
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise RulesFileError(f"{path}{line}: is not valid YAML ({exc.problem}).") from exc
+    text = read_yaml_text(path, what="", error=RulesFileError)  # bounded: y9core.yaml_load
+    root = compose_text(text, source=str(path), what="", error=RulesFileError)
     if root is None:
         raise RulesFileError(
             f"{path} is empty; expected a mapping with a rules: list (see docs/inspection.md)."

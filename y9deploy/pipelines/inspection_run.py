@@ -13,8 +13,8 @@ An item that cannot be read gets the verdict ``error`` (with the reason) and the
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.append_file import AppendFile
 from y9deploy.pipelines.inspection import inspect
 from y9deploy.pipelines.inspection_rules import load_rules
 
@@ -81,6 +82,12 @@ def list_items(source: str | Path) -> list[Path]:
     return items
 
 
+def _csv_line(row) -> str:
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerow(row)
+    return buf.getvalue()
+
+
 class AuditLog:
     """``audit.csv`` and ``audit.jsonl`` in a folder, appended to and flushed after every item."""
 
@@ -94,36 +101,31 @@ class AuditLog:
         self.run_id = run_id
         self.extra = dict(extra or {})
         new_csv = not self.csv_path.exists() or self.csv_path.stat().st_size == 0
-        self._csv_fh = open(self.csv_path, "a", newline="", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._jsonl_fh = open(self.jsonl_path, "a", encoding="utf-8")  # noqa: SIM115
-        self._csv = csv.writer(self._csv_fh)
+        self._csv = AppendFile(self.csv_path, durable=True)
+        self._jsonl = AppendFile(self.jsonl_path, durable=True)
         if new_csv:
-            self._csv.writerow(CSV_FIELDS)
-            self._csv_fh.flush()
+            self._csv.append(_csv_line(CSV_FIELDS))
 
     def write(self, v: ItemVerdict) -> None:
+        """Append the item's CSV row and JSON line, each whole in one write and fsynced (``y9core.append_file``:
+        a failed write is cut back and raises an OSError naming the file)."""
         now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        self._csv.writerow(
-            [
-                now,
-                self.run_id,
-                v.item,
-                v.verdict,
-                " | ".join(v.reasons),
-                json.dumps(v.counts),
-                len(v.detections),
-            ]
-        )
+        row = [
+            now,
+            self.run_id,
+            v.item,
+            v.verdict,
+            " | ".join(v.reasons),
+            json.dumps(v.counts),
+            len(v.detections),
+        ]
+        self._csv.append(_csv_line(row))
         record = {"time": now, "run": self.run_id, **asdict(v), **self.extra}
-        self._jsonl_fh.write(json.dumps(record) + "\n")
-        for fh in (self._csv_fh, self._jsonl_fh):
-            fh.flush()
-            os.fsync(fh.fileno())
+        self._jsonl.append(json.dumps(record) + "\n")
 
     def close(self) -> None:
-        for fh in (self._csv_fh, self._jsonl_fh):
-            if not fh.closed:
-                fh.close()
+        self._csv.close()
+        self._jsonl.close()
 
     def __enter__(self) -> AuditLog:
         return self

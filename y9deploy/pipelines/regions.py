@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+MAX_POLYGON_POINTS = 1_000  # vertices of one region (each box is clipped against every edge: work grows with it)
+
 
 @dataclass(frozen=True, eq=False)
 class Region:
-    """A named region: ``rect`` (x1, y1, x2, y2) or ``polygon`` (ndarray[P, 2] of x, y vertices, P >= 3)."""
+    """A named region: ``rect`` (x1, y1, x2, y2) or ``polygon`` (ndarray[P, 2] of x, y vertices,
+    3 <= P <= ``MAX_POLYGON_POINTS``)."""
 
     name: str
     rect: tuple[float, float, float, float] | None = None
@@ -35,9 +38,10 @@ class Region:
             object.__setattr__(self, "rect", (x1, y1, x2, y2))
         else:
             poly = np.asarray(self.polygon, dtype=np.float64)
-            if poly.ndim != 2 or poly.shape[1] != 2 or poly.shape[0] < 3:
+            if poly.ndim != 2 or poly.shape[1] != 2 or not 3 <= poly.shape[0] <= MAX_POLYGON_POINTS:
                 raise ValueError(
-                    f"region {self.name!r}: polygon has shape {poly.shape}; expected at least 3 [x, y] points."
+                    f"region {self.name!r}: polygon has shape {poly.shape}; expected 3 to {MAX_POLYGON_POINTS:,} "
+                    "[x, y] points (simplify a longer outline, e.g. with cv2.approxPolyDP)."
                 )
             if abs(polygon_area(poly)) == 0:
                 raise ValueError(f"region {self.name!r}: polygon has zero area; expected a proper polygon.")

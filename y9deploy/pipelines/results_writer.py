@@ -7,17 +7,23 @@
 One JSON line per frame: ``{"source", "frame" (null for an image), "captured" (unix time, live sources),
 "timing_ms": {...}, "detections": [{"xyxy", "confidence", "class_id", "class_name"}]}``; with tracking each detection
 also has ``"track_id"`` (null: not in a confirmed track), the CSV a ``track_id`` column, and a frame with counting
-rules a ``"counts"`` object (``counting.FrameCounts``). Each line is written and
-flushed before the next frame is read, so a Ctrl-C, a crash or a kill leaves every finished frame on disk (at most
-a partial last line, which ``read_jsonl`` ignores). ``stream`` writes the same lines to a text stream (stdout).
+rules a ``"counts"`` object (``counting.FrameCounts``). Each line is written (``y9core.append_file``: one write call)
+before the next frame is read, so a Ctrl-C, a crash or a kill leaves every finished frame on disk (a kill in the
+middle of a write leaves at most a partial last line, which ``read_jsonl`` ignores), and a write that fails (a full
+disk, a file-size limit) is cut back to the last whole line and raises an ``OSError`` naming the file. A frame's CSV
+rows are one write too. ``stream`` writes the same lines to a text stream (stdout).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import IO, Any
+
+from y9core.append_file import AppendFile
+from y9core.atomic_write import atomic_write
 
 CSV_HEADER = ["source", "frame", "class_id", "class_name", "confidence", "x1", "y1", "x2", "y2"]
 JSONL_NAME, CSV_NAME, JSON_NAME = "predictions.jsonl", "predictions.csv", "predictions.json"
@@ -64,29 +70,31 @@ class ResultsWriter:
         self.frames = 0
         self.jsonl_path = self.save_dir / JSONL_NAME if self.save_dir is not None and jsonl else None
         self.csv_path = self.save_dir / CSV_NAME if self.save_dir is not None and csv_rows else None
-        mode = "a" if append else "w"
-        self._jsonl = self.jsonl_path.open(mode, encoding="utf-8") if self.jsonl_path else None
-        self._csv_fh = self.csv_path.open(mode, newline="", encoding="utf-8") if self.csv_path else None
-        self._csv = csv.writer(self._csv_fh) if self._csv_fh else None
-        if self._csv is not None and self._csv_fh.tell() == 0:  # type: ignore[union-attr]
-            self._csv.writerow(CSV_HEADER + (["track_id"] if tracking else []))
-            self._csv_fh.flush()  # type: ignore[union-attr]
+        self._jsonl = AppendFile(self.jsonl_path, fresh=not append) if self.jsonl_path else None
+        self._csv = AppendFile(self.csv_path, fresh=not append) if self.csv_path else None
+        if self._csv is not None and (not append or self.csv_path.stat().st_size == 0):  # type: ignore[union-attr]
+            self._csv.append(_csv_text([CSV_HEADER + (["track_id"] if tracking else [])]))
 
     def write_record(self, rec: dict[str, Any]) -> None:
-        """Append one frame record (``frame_record``) and flush."""
+        """Append one frame record (``frame_record``): its JSON line and its CSV rows, each in one write.
+
+        Raises:
+            OSError naming the file that could not be written (the file keeps its whole lines only).
+        """
         line = json.dumps(rec) + "\n"
-        for fh in (self._jsonl, self.stream):
-            if fh is not None:
-                fh.write(line)
-                fh.flush()
-        if self._csv is not None:
+        if self._jsonl is not None:
+            self._jsonl.append(line)
+        if self.stream is not None:
+            self.stream.write(line)
+            self.stream.flush()
+        if self._csv is not None and rec["detections"]:
             frame = "" if rec["frame"] is None else rec["frame"]
-            for d in rec["detections"]:
-                self._csv.writerow([rec["source"], frame, d["class_id"], d["class_name"], f"{d['confidence']:.5f}",
-                                    *(f"{v:.2f}" for v in d["xyxy"]),
-                                    *([d.get("track_id") if d.get("track_id") is not None else ""]
-                                      if self.tracking else [])])  # fmt: skip
-            self._csv_fh.flush()  # type: ignore[union-attr]
+            self._csv.append(_csv_text(
+                [rec["source"], frame, d["class_id"], d["class_name"], f"{d['confidence']:.5f}",
+                 *(f"{v:.2f}" for v in d["xyxy"]),
+                 *([d.get("track_id") if d.get("track_id") is not None else ""] if self.tracking else [])]
+                for d in rec["detections"]
+            ))  # fmt: skip
         self.frames += 1
 
     def write(self, source: str, frame: int | None, dets: Any, **kw: Any) -> dict[str, Any]:
@@ -95,8 +103,8 @@ class ResultsWriter:
         return rec
 
     def close(self) -> None:
-        for fh in (self._jsonl, self._csv_fh):
-            if fh is not None and not fh.closed:
+        for fh in (self._jsonl, self._csv):
+            if fh is not None:
                 fh.close()
 
     def __enter__(self) -> ResultsWriter:
@@ -123,14 +131,17 @@ def build_final_json(
     counts: dict[str, Any] | None = None,
 ) -> Path:  # fmt: skip
     """One JSON document ``{"model", "names", "results": [...], "skipped": [{"source", "reason"}]}`` from the
-    JSON lines (and ``"counts"``: source -> ``CountSummary.to_dict()``, when counting); written to a temporary
-    file and renamed."""
+    JSON lines (and ``"counts"``: source -> ``CountSummary.to_dict()``, when counting); written atomically
+    (``y9core.atomic_write``: an OSError names ``json_path``)."""
     payload = {"model": model, "names": names, "results": read_jsonl(jsonl_path),
                "skipped": [{"source": s, "reason": r} for s, r in skipped]}  # fmt: skip
     if counts:
         payload["counts"] = counts
-    out = Path(json_path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(payload) + "\n", encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return atomic_write(json_path, json.dumps(payload) + "\n")
+
+
+def _csv_text(rows) -> str:
+    """CSV rows as the text ``csv.writer`` writes for them."""
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()

@@ -44,6 +44,7 @@ from y9deploy.pipelines.capture import (  # noqa: F401 - re-exported: the public
     open_capture,
     stream_unreachable_reason,
 )
+from y9deploy.pipelines.file_frames import FrameTally, file_frames
 
 POLICIES = ("latest", "queue")
 log = logging.getLogger("y9deploy")
@@ -91,14 +92,16 @@ class Frame:
 @dataclass
 class ReaderStats:
     """Counters of a ``FrameReader``: frames ``read`` (decoded), ``dropped`` (``latest`` policy),
-    ``reconnects`` (successful), ``skipped`` (unreadable files of a folder: (path, reason)), ``events``
-    (every reconnect/skip message)."""
+    ``reconnects`` (successful), ``skipped`` (unreadable files of a folder, and a video file of which frames could
+    not be decoded: (path, reason)), ``events`` (every reconnect/skip message), ``tally`` (a video file's frames
+    decoded out of those it declares, see ``file_frames``)."""
 
     read: int = 0
     dropped: int = 0
     reconnects: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    tally: FrameTally = field(default_factory=FrameTally)
 
 
 class _Mailbox:
@@ -243,22 +246,39 @@ class FrameReader:
                 return
 
     def _read_capture(self) -> None:
+        if not self.live:
+            self._read_file()
+            return
         index = 0
         while not self._stop.is_set():
             t0 = time.perf_counter()
             assert self._cap is not None
-            if not self.live and index % self.stride:
-                ok, image = self._cap.grab(), None
-            else:
-                ok, image = self._cap.read()
-                ok = ok and image is not None
-            if ok and image is not None and not self._deliver(index, image, t0, str(self.source)):
-                return
-            if ok:
+            ok, image = self._cap.read()
+            if ok and image is not None:
+                if not self._deliver(index, image, t0, str(self.source)):
+                    return
                 index += 1
                 continue
-            if not self.live or not self._reopen():
+            if not self._reopen():
                 return
+
+    def _read_file(self) -> None:
+        """Every frame position of a video file (``file_frames``); frames that could not be decoded are reported
+        (an event, and an entry of ``stats.skipped``) once the file has been read to its end."""
+        assert self._cap is not None
+        tally = self.stats.tally
+        tally.expected = self.frame_count
+        t0 = time.perf_counter()
+        for index, image in file_frames(self._cap, tally, stride=self.stride):
+            if image is not None and not self._deliver(index, image, t0, str(self.source)):
+                return
+            if self._stop.is_set():
+                return
+            t0 = time.perf_counter()
+        short = tally.shortfall(self.source)
+        if short is not None:
+            self.stats.skipped.append((str(self.source), short))
+            self._event(short)
 
     def _reopen(self) -> bool:
         """Reopen a lost live source with back-off; False when stopped or out of attempts."""

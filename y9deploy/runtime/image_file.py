@@ -1,23 +1,22 @@
-"""Read an image file into the frame layout a Detector takes (HxWx3 uint8 BGR), with one-sentence errors."""
+"""Read an image file into the frame layout a Detector takes (HxWx3 uint8 BGR), with one-sentence errors.
+
+The decode is ``y9core.image_read.load_image``: the header is read first and an image with more pixels than the
+limit (``y9 --max-image-pixels``, ``$Y9_MAX_IMAGE_PIXELS``), cut short, or with corrupt JPEG data is refused with
+an ``ImageFileError`` (a ValueError) naming the file and the reason; predict and inspect skip and report it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from y9core.file_paths import expect_file
+from y9core.image_read import decode_image
 
 
 def read_image(path: str | Path) -> np.ndarray:
-    """An image file -> ndarray[H, W, 3] uint8 BGR; FileNotFoundError / ValueError with the path named."""
+    """An image file -> ndarray[H, W, 3] uint8 BGR; FileNotFoundError / ImageFileError with the path named."""
     p = Path(path)
     expect_file(p, "image")
-    data = np.fromfile(str(p), dtype=np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if img is None:
-        raise ValueError(
-            f"{p} could not be decoded as an image (OpenCV read nothing); expected a JPEG/PNG/... file."
-        )
-    return img
+    return decode_image(p)

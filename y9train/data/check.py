@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from y9core.data.labels import load_labels
+from y9core.data.dataset_warnings import dataset_warnings
+from y9core.data.labels import LabelSet, load_labels
 from y9core.data.paths import label_path_for
 from y9core.data.yaml_config import load_data_yaml
 
@@ -48,11 +49,13 @@ class SplitStats:
 
 @dataclass
 class DatasetStats:
-    """Statistics of every split of a data.yaml."""
+    """Statistics of every split of a data.yaml, and the dataset's warnings (near-duplicate class names, val
+    sharing training images, orphan label files, EXIF-turned images)."""
 
     data_yaml: Path
     names: list[str]
     splits: dict[str, SplitStats]
+    warnings: list[str] = field(default_factory=list)  # y9core.data.dataset_warnings: probable mistakes
 
 
 def box_areas(labels: list[np.ndarray], shapes: np.ndarray) -> np.ndarray:
@@ -77,6 +80,11 @@ def split_stats(
     """Statistics of one split; the train split must hold a box (as in training); ``left_out``: entries of
     list files / folders that are not images (reported with the skipped images)."""
     ls = load_labels(images, nc, cache=label_cache, cache_dir=cache_dir, require_labels=split == "train")
+    return stats_of(split, ls, nc, left_out)
+
+
+def stats_of(split: str, ls: LabelSet, nc: int, left_out: list[tuple[Path, str]] | None = None) -> SplitStats:
+    """Statistics of one split's ``LabelSet``."""
     areas = box_areas(ls.labels, ls.shapes)
     classes = np.concatenate([lb[:, 0] for lb in ls.labels]) if ls.labels else np.zeros(0)
     counts = np.bincount(classes.astype(np.int64), minlength=nc) if len(classes) else np.zeros(nc, np.int64)
@@ -111,11 +119,14 @@ def check_dataset(
     """
     cfg = load_data_yaml(data_yaml, require=tuple(splits or ("train",)))
     names = list(splits or cfg.splits)
-    out = {}
+    out, sets = {}, {}
     for s in names:
         left_out: list[tuple[Path, str]] = []
         files = cfg.image_files(s, skipped=left_out)
-        out[s] = split_stats(
-            s, files, cfg.nc, cache_dir=cache_dir, label_cache=label_cache, left_out=left_out
+        sets[s] = load_labels(
+            files, cfg.nc, cache=label_cache, cache_dir=cache_dir, require_labels=s == "train"
         )
-    return DatasetStats(data_yaml=cfg.yaml_path, names=cfg.names, splits=out)
+        out[s] = stats_of(s, sets[s], cfg.nc, left_out)
+    return DatasetStats(
+        data_yaml=cfg.yaml_path, names=cfg.names, splits=out, warnings=dataset_warnings(cfg, sets)
+    )

@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cv2
 import yaml
 
+from y9core.atomic_write import atomic_write
 from y9core.data.paths import IMAGE_SUFFIXES
-from y9core.errors import DataError
+from y9core.errors import DataError, ImageFileError
+from y9core.image_read import check_image_file
 
 VISDRONE_NAMES = [
     "pedestrian",
@@ -141,15 +142,17 @@ def convert_visdrone(
         lab_out.mkdir(parents=True, exist_ok=True)
         images = sorted(p for p in (folder / "images").iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
 
-        def size_of(p: Path) -> tuple[int, int] | None:
-            img = cv2.imread(str(p), cv2.IMREAD_COLOR)
-            return None if img is None else img.shape[:2]
+        def size_of(p: Path) -> tuple[tuple[int, int] | None, str]:
+            try:  # the size as decoded (after the EXIF orientation), from the header: nothing is decoded
+                return check_image_file(p).shown_hw, ""
+            except ImageFileError as exc:
+                return None, exc.reason
 
         with ThreadPoolExecutor(max(1, min(workers, os.cpu_count() or 1))) as pool:
             sizes = list(pool.map(size_of, images))
-        for image, hw in zip(images, sizes):
+        for image, (hw, why) in zip(images, sizes):
             if hw is None:
-                raise DataError(f"VisDrone image {image} cannot be decoded; expected a readable image.")
+                raise DataError(f"VisDrone image {image} {why}; expected a readable image.")
             ann = folder / "annotations" / f"{image.stem}.txt"
             _place(image, img_out / image.name, link)
             result.images[split] = result.images.get(split, 0) + 1
@@ -171,8 +174,8 @@ def convert_visdrone(
                 cls, cx, cy, bw, bh = out
                 lines.append(f"{cls} {cx:.6f} {cy:.6f} {bw:.6f} {bh:.6f}")
             result.boxes += len(lines)
-            (lab_out / f"{image.stem}.txt").write_text("".join(f"{s}\n" for s in lines))
+            atomic_write(lab_out / f"{image.stem}.txt", "".join(f"{s}\n" for s in lines), durable=False)
     data = {"path": ".", **{s: f"images/{s}" for s in ("train", "val", "test") if s in result.images}}
     data.update(nc=len(VISDRONE_NAMES), names=dict(enumerate(VISDRONE_NAMES)))
-    result.data_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+    atomic_write(result.data_yaml, yaml.safe_dump(data, sort_keys=False))  # an OSError names the file
     return result

@@ -9,7 +9,9 @@ Modes:
 - ``"disk"``: one ``.npy`` per image under ``<images folder>.y9img<imgsz>/`` (or ``cache_dir`` /
   ``$Y9_CACHE_DIR``), named by a hash of the image's path, size, mtime, ``imgsz`` and decode mode (a changed
   file gets a new entry), read back memory-mapped and kept mapped per process: a JPEG is decoded once ever,
-  later runs and epochs only map pages.
+  later runs and epochs only map pages. An entry whose header or size is wrong (a file cut short, a flipped bit in
+  its header) is rebuilt with a warning; one damaged after the build is decoded instead; an entry that cannot be
+  written (a full disk) stops the run with an ``OSError`` naming it.
 
 Training sets (``fast_decode``) decode JPEGs that shrink by 2x or more at 1/2, 1/4 or 1/8 size in libjpeg's
 DCT domain before the final resize: the same size, less decoding work, and area-like rather than aliased
@@ -28,8 +30,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from y9core.append_file import named
 from y9core.data.paths import cache_location
-from y9core.errors import DataError
+from y9core.errors import DataError, ImageFileError
+from y9core.image_read import decode_image
 from y9core.letterbox import letterbox_params
 
 log = logging.getLogger("y9train.data")
@@ -70,15 +74,36 @@ def read_resized(
         h, w = resized_hw(src_hw, imgsz)
         shrink = min(src_hw[0] / h, src_hw[1] / w)
         flag = next((f for k, f in _REDUCED if shrink >= k), cv2.IMREAD_COLOR)
-    img = cv2.imread(str(path), flag)
-    if img is None:
+    try:  # the scan proved it decodes cleanly: only the header is checked again here (a file may have changed)
+        img = decode_image(path, flag, corrupt_check=False)
+    except ImageFileError as exc:
         raise DataError(
-            f"Image {path} cannot be decoded any more; expected the readable image seen at the scan."
-        )
+            f"Image {path} {exc.reason} now; expected the readable image seen at the scan."
+        ) from None
     h, w = resized_hw(img.shape[:2] if flag == cv2.IMREAD_COLOR else src_hw, imgsz)
     if (h, w) != img.shape[:2]:
         img = cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)
     return img
+
+
+def entry_damage(path: Path, shape: tuple[int, int, int]) -> str:
+    """Why a disk-cache entry cannot be used ("" when its header says uint8 ``shape`` and the file holds exactly
+    that many bytes after it); a flipped bit among the pixels is not seen (it changes one pixel's value)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0  # fmt: skip
+            got, fortran, dtype = read_header(f)
+            offset = f.tell()
+        size = path.stat().st_size
+    except Exception as exc:  # whatever numpy makes of a damaged header, the entry is rebuilt
+        return f"{type(exc).__name__}: {str(exc).strip()[:120]}"
+    if tuple(got) != shape or dtype != np.uint8 or fortran:
+        return f"it holds {dtype} {tuple(got)}, expected uint8 {shape}"
+    if size != offset + int(np.prod(shape)):
+        return f"it has {size} bytes, expected {offset + int(np.prod(shape))}"
+    return ""
 
 
 def _entry_name(path: Path, imgsz: int, fast: bool) -> str:
@@ -163,23 +188,39 @@ class ImageCache:
             return list(pool.map(fn, items))
 
     def _build_disk(self, cache_dir) -> list[str]:
+        """The entries of the disk cache, each written when missing or damaged (``entry_damage``).
+
+        Raises:
+            OSError naming the entry that cannot be written (a full disk, a read-only folder): ``cache="disk"``
+            was asked for, so the run stops rather than going on without it.
+        """
         folder = cache_location(
             self.unique[0].parent, f"{self.unique[0].parent.name}.y9img{self.imgsz}", cache_dir
         )
-        folder.mkdir(parents=True, exist_ok=True)
         entries = [folder / _entry_name(p, self.imgsz, self.fast_decode) for p in self.unique]
 
         def build(i: int) -> None:
             if entries[i].is_file():
-                return
+                damage = entry_damage(entries[i], self._shape(i))
+                if not damage:
+                    return
+                log.warning("the image cache entry %s is damaged (%s); rebuilding it", entries[i], damage)
             img = self._read(i)
             tmp = entries[i].with_name(entries[i].stem + f".tmp{os.getpid()}-{i}.npy")
-            np.save(tmp, img)
-            os.replace(tmp, entries[i])
+            try:
+                np.save(tmp, img)
+                os.replace(tmp, entries[i])
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise named(exc, entries[i]) from exc
 
+        folder.mkdir(parents=True, exist_ok=True)
         self._map(build, range(len(entries)))
         self.folder = folder
         return [str(e) for e in entries]
+
+    def _shape(self, u: int) -> tuple[int, int, int]:
+        return (*resized_hw(self._src_hw[u], self.imgsz), 3)
 
     def __len__(self) -> int:
         return len(self.slot)
@@ -192,7 +233,15 @@ class ImageCache:
         if self._disk is not None:
             m = self._maps.get(u)
             if m is None:  # map once per process: later reads of that image neither open nor fault
-                m = self._maps[u] = np.load(self._disk[u], mmap_mode="r")
+                try:
+                    m = np.load(self._disk[u], mmap_mode="r")
+                    if m.shape != self._shape(u) or m.dtype != np.uint8:
+                        raise ValueError(f"it holds {m.dtype} {m.shape}, not uint8 {self._shape(u)}")
+                except Exception as exc:  # damaged since the cache was built (EOFError, ValueError ...): decode
+                    log.warning("the image cache entry %s is damaged (%s); decoding the image instead",
+                                self._disk[u], exc)  # fmt: skip
+                    return self._read(u)
+                self._maps[u] = m
                 if len(self._maps) > MAX_OPEN_MAPS:
                     self._maps.popitem(last=False)
             return m

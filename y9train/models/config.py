@@ -13,10 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from y9core.errors import Y9Error
-from y9core.yaml_errors import yaml_error_at
+from y9core.yaml_load import load_yaml_file
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 MODEL_NAMES: tuple[str, ...] = (
@@ -110,14 +108,7 @@ def validate(cfg: dict[str, Any], origin: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _load_file(path: str) -> dict[str, Any]:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the model config ({exc.strerror})") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"model config {yaml_error_at(path, exc)}.") from None
+    raw = load_yaml_file(path, what="model config", error=ConfigError)  # bounded: y9core.yaml_load
     return validate(raw, path)
 
 
