@@ -64,7 +64,7 @@ def test_missing_yaml_and_missing_folders_name_the_file(tmp_path):
     with pytest.raises(DataError, match=r"has no 'train' entry"):
         load_data_yaml(tmp_path / "data.yaml")
     (tmp_path / "data.yaml").write_text("path: .\nnames:\n  0: a\n train: x\n")
-    with pytest.raises(DataError, match=r"data\.yaml:4:2 is not valid YAML: expected <block end>, but found"):
+    with pytest.raises(DataError, match=r"data\.yaml:4:2 is not valid YAML: "):
         load_data_yaml(tmp_path / "data.yaml")
 
 

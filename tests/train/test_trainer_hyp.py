@@ -62,7 +62,7 @@ def test_bad_hyp_file(tmp_path):
     with pytest.raises(ValueError, match=r"unknown key warmup \(did you mean warmup_\w+"):
         load_hyp(bad)
     bad.write_text("lr0: 0.01\nmosaic: [1, 2\nfliplr: 0.5\n")
-    with pytest.raises(ValueError, match=rf"hyperparameter file {bad}:3:7 is not valid YAML: expected ',' or ']'"):
+    with pytest.raises(ValueError, match=rf"hyperparameter file {bad}:3:7 is not valid YAML: .*expected ',' or ']'"):
         load_hyp(bad)
 
 
