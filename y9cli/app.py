@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     from y9core.errors import Y9Error
 
     args = sys.argv[1:] if argv is None else list(argv)
+    from y9cli.notices import install
+
+    install()  # a setting that differs from the model's facts: one `warning:` line
     try:
         app(args=args, prog_name="y9")
     except (Y9Error, OSError, ValueError, TypeError) as exc:

@@ -8,17 +8,36 @@ from typing import Annotated
 import typer
 
 
+def default_output(source: Path) -> Path:
+    """``best.pt`` -> ``best.onnx``; ``model.onnx`` (converted to FP16) -> ``model-fp16.onnx``."""
+    if source.suffix.lower() == ".onnx":
+        return source.with_name(f"{source.stem}-fp16.onnx")
+    return source.with_suffix(".onnx")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_cmd(
-        source: Annotated[Path, typer.Argument(help="Checkpoint: y9 or official YOLOv9 format (.pt).")],
+        source: Annotated[
+            Path,
+            typer.Argument(
+                help="Checkpoint: y9 or official YOLOv9 format (.pt); or a y9 ONNX model to convert to FP16 (--half)."
+            ),
+        ],
         output: Annotated[
             Path | None,
-            typer.Option("-o", "--output", help="ONNX file (default: checkpoint path with .onnx)."),
+            typer.Option(
+                "-o", "--output", help="ONNX file (default: checkpoint path with .onnx; an ONNX source: NAME-fp16.onnx)."
+            ),
         ] = None,
         imgsz: Annotated[
-            str, typer.Option("--imgsz", help="Input size: 640 or H,W (e.g. 384,640); multiples of 32.")
-        ] = "640",
+            str | None,
+            typer.Option(
+                "--imgsz",
+                help="Input size: 640 or H,W (e.g. 384,640); multiples of 32 (default: the size the model was "
+                "trained at, from its facts).",
+            ),
+        ] = None,
         batch: Annotated[
             int, typer.Option("--batch", help="Batch size (the traced one with --dynamic-batch).")
         ] = 1,
@@ -54,7 +73,7 @@ def register(app: typer.Typer) -> None:
 
         result = export_onnx_report(
             source,
-            output if output is not None else source.with_suffix(".onnx"),
+            output if output is not None else default_output(source),
             imgsz=imgsz,
             batch=batch,
             dynamic_batch=dynamic_batch,

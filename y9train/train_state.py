@@ -198,6 +198,7 @@ def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) ->
 
     cfg = trainer.config
     meta = {
+        "facts": trainer.facts.to_dict(),
         "epoch": epoch + 1,
         "epochs": cfg.epochs,
         "imgsz": cfg.imgsz,

@@ -5,7 +5,8 @@ Importing this package needs numpy and OpenCV only: torch, onnxruntime, TensorRT
 imported by the backend or pipeline that needs them, when it is created.
 """
 
-from y9deploy.runtime.backend import Backend, ModelInfo
+from y9core.model_facts import ModelFacts
+from y9deploy.runtime.backend import Backend
 from y9deploy.runtime.detector import Detector
 from y9deploy.runtime.gpu_pipeline import GpuPipeline
 from y9deploy.runtime.host_pipeline import HostPipeline
@@ -17,7 +18,7 @@ __all__ = [
     "Detector",
     "GpuPipeline",
     "HostPipeline",
-    "ModelInfo",
+    "ModelFacts",
     "Pipeline",
     "backend_kind",
     "open_backend",

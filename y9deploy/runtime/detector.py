@@ -26,6 +26,7 @@ GPU works on the current one) and yields one ``list[Detections]`` per batch. Bot
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import Y9Error
+from y9core.model_facts import FactsWarning, ModelFacts, size_notice
 from y9deploy.post.choice import probe
 from y9deploy.post.host import host_rows, to_detections  # noqa: F401 - re-exported (serving imports them here)
 from y9deploy.pre.choice import PreImpl, choose_pre
@@ -68,6 +70,12 @@ class Detector:
             (the raw output downloaded, decode + NMS on the host). ``post.choice.choose_post`` picks the
             implementation from these options, the device, the model and what imports here.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
+        facts: for a TensorRT engine built without ``y9 build-engine`` (no manifest): the ONNX it was built from or
+            its ``.facts.json`` sidecar (default: found beside the engine).
+
+    ``info`` holds the model's facts (``y9core.model_facts.ModelFacts``); a model run at another input size than it
+    was trained at (an explicit ``imgsz``, or an ONNX / engine exported at another size) says so once, as a
+    ``FactsWarning``.
     """
 
     def __init__(
@@ -86,6 +94,7 @@ class Detector:
         preprocess: str = "auto",
         postprocess: str = "auto",
         compile: bool = False,
+        facts: str | Path | None = None,
     ) -> None:
         if preprocess not in ("auto", "hybrid", "gpu", "cpu"):
             raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'hybrid', 'gpu' or 'cpu'.")
@@ -113,6 +122,7 @@ class Detector:
             cuda_graph=cuda_graph,
             stream=None if stream is None else int(stream.cuda_stream),
             compile=compile,
+            facts=facts,
         )
         self._closed = False
         try:
@@ -132,9 +142,12 @@ class Detector:
         postprocess: str,
         stream: Any,
     ) -> None:
-        self.info = self.backend.info
+        self.info: ModelFacts = self.backend.info
         self.names: list[str] = list(self.info.names)
         self.imgsz: tuple[int, int] = tuple(self.backend.input_hw)  # type: ignore[assignment]
+        notice = size_notice(self.info, self.imgsz, self.path.name)
+        if notice is not None:
+            warnings.warn(notice, FactsWarning, stacklevel=3)
         self.end2end: bool = bool(self.backend.end2end)
         self.defaults: PredictOptions = resolve_options(
             None,
