@@ -19,7 +19,7 @@ from y9core.atomic_write import atomic_write, ensure_writable
 from y9core.errors import ModelFileError, Y9Error
 from y9deploy.engine.flavour import Flavour, load_flavour, normalize_cc
 from y9deploy.engine.manifest import EngineManifest, file_sha256, write_manifest
-from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, inspect_onnx
+from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, detector_facts, inspect_onnx
 from y9deploy.engine.trtexec import trtexec_command
 
 log = logging.getLogger(__name__)
@@ -185,11 +185,12 @@ def build_engine_report(
     if not workspace_gb > 0:
         raise ValueError(f"workspace {workspace_gb} GB is not positive; expected e.g. 4")
     target = normalize_cc(target)
-    info = inspect_onnx(onnx_path)
-    profile = resolve_profile(batch, info)
+    info = inspect_onnx(onnx_path, check_detector=False)
     fl = load_flavour(flavour, prefer_aot=target is not None)
     if info.end2end and not fl.builds_nms:
         raise ModelFileError(fl.refuse_nms_reason(onnx_path))
+    info.facts = detector_facts(info)  # a y9 detector, its facts agreeing with its graph
+    profile = resolve_profile(batch, info)
     local_cc = current_compute_capability()
     cc = fl.check_target(target, local_cc)
     engine_path = Path(engine_path) if engine_path is not None else onnx_path.with_suffix(".engine")

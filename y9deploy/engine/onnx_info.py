@@ -49,11 +49,12 @@ def _dims(value_info: Any) -> list[int | str]:
     return dims
 
 
-def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
+def inspect_onnx(path: str | os.PathLike, *, check_detector: bool = True) -> OnnxInfo:
     """Load ``path`` and check it is a y9-style detector: an ``images`` input [B, 3, H, W] with fixed H, W
     that are multiples of 32, a raw head output [B, 4 + nc, anchors of H x W at its strides] or the end-to-end
-    outputs, and model facts (metadata) that agree with the graph (one name per class). Raises FileNotFoundError
-    or ModelFileError with one sentence."""
+    outputs, and model facts (metadata) that agree with the graph (one name per class): ``facts``
+    (``check_detector=False`` leaves those checks, and ``facts``, to a later :func:`detector_facts`). Raises
+    FileNotFoundError or ModelFileError with one sentence."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
@@ -99,22 +100,26 @@ def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
     end2end = any(node.op_type == "NonMaxSuppression" for node in graph.node)
     metadata = {p.key: p.value for p in model.metadata_props}
     batch = dims[0] if isinstance(dims[0], int) else None
-    facts = _detector_facts(path, model, (h, w), end2end, metadata)
-    return OnnxInfo(path, batch, (h, w), half, end2end, names, metadata, model, facts)
+    info = OnnxInfo(path, batch, (h, w), half, end2end, names, metadata, model)
+    if check_detector:
+        info.facts = detector_facts(info)
+    return info
 
 
-def _detector_facts(path: Path, model: Any, hw: tuple[int, int], end2end: bool, metadata: dict[str, str]) -> Any:
-    """The model facts of a y9-style detector; one sentence saying what was expected when it is not one."""
+def detector_facts(info: OnnxInfo) -> Any:
+    """The model facts of a y9-style detector, checked against its graph; one sentence saying what was expected
+    when it is not one."""
     from onnx import helper
 
     from y9deploy.facts_metadata import facts_from_props, metadata_strides
     from y9deploy.runtime.io_checks import check_end2end_outputs, check_raw_output
 
+    path, model, hw, end2end, metadata = info.path, info.model, info.imgsz, info.end2end, info.metadata
     outputs = {o.name: (_dims(o), o.type.tensor_type.elem_type) for o in model.graph.output}
     shown = ", ".join(f"{n} {d}" for n, (d, _) in outputs.items())
     expected = (
-        "expected a y9 detector: one output [B, 4 + classes, anchors] (a YOLOv9/GELAN head as `y9 export` writes "
-        "it) or the end-to-end outputs num_dets, boxes, scores, classes"
+        "expected one output [B, 4 + classes, anchors] (a YOLOv9/GELAN head as `y9 export` writes it) or the "
+        "end-to-end outputs num_dets, boxes, scores, classes"
     )
     where = str(path)
     try:
@@ -130,14 +135,7 @@ def _detector_facts(path: Path, model: Any, hw: tuple[int, int], end2end: bool, 
             nc = check_raw_output(where, name, dims, dtype, hw=hw, strides=metadata_strides(metadata, where))
     except (ModelFileError, KeyError) as exc:
         reason = str(exc).rstrip(".") if isinstance(exc, ModelFileError) else f"{path} lacks output {exc}"
-        raise ModelFileError(f"{reason}; {path.name} is not a y9 detector ({expected}).") from None
+        raise ModelFileError(f"{reason}; so {path.name} is not a y9 detector: {expected}.") from None
     return facts_from_props(metadata, where=where, input_hw=hw, nc=nc).replace(
-        precision="fp16" if _input_half(model) else "fp32", end2end=end2end
+        precision="fp16" if info.half else "fp32", end2end=end2end
     )
-
-
-def _input_half(model: Any) -> bool:
-    import onnx
-
-    images = next(vi for vi in model.graph.input if vi.name == INPUT_NAME)
-    return images.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16

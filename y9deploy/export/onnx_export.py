@@ -180,10 +180,12 @@ def export_onnx_report(
     times: dict[str, float] = {}
     notes: list[str] = []
 
+    given_hw = parse_imgsz(imgsz) if imgsz is not None else None
     t = time.perf_counter()
     original, source_sha, label = load_source(source)
+    model = deployable(original)  # a y9 model (else one sentence), re-parameterized and fused
     facts = source_facts(original, source_sha, label)
-    hw = parse_imgsz(facts.imgsz if imgsz is None else imgsz)
+    hw = given_hw or parse_imgsz(facts.imgsz)
     notice = size_notice(facts, hw, f"the ONNX export of {label}")
     if notice is not None:
         warnings.warn(notice, FactsWarning, stacklevel=2)
@@ -191,7 +193,6 @@ def export_onnx_report(
     x = parity_batch(check_input, check_batch, hw, dynamic_batch)
     check_batch = x.shape[0]
     ensure_writable(path)  # a read-only or misnamed output fails now, not after the export
-    model = deployable(original)
     times["load"] = time.perf_counter() - t
     anchors = sum((hw[0] // int(s)) * (hw[1] // int(s)) for s in model.stride.tolist())
 

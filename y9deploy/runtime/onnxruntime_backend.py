@@ -186,7 +186,7 @@ class OnnxRuntimeBackend:
                 f"{self.input_dtype.name}); expected a file as `y9 export` wrote it."
             )
         self.input_hw = (int(h), int(w))
-        self.metadata = describe_model(self.info, props, dynamic_batch=self.batch_range != (int(b), int(b)))
+        self.metadata = describe_model(self.info, props, dynamic_batch=not (isinstance(b, int) and b > 0))
 
     # ---------------------------------------------------------------- inference
     def _extra_feed(self, extras: dict[str, Any] | None) -> dict[str, np.ndarray]:
