@@ -98,7 +98,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"simplified: {result.nodes_raw} -> {result.nodes_simplified} nodes")
         else:
             typer.echo(f"not simplified: {result.nodes_raw} nodes")
+        against = "the FP32 ONNX" if source.suffix.lower() == ".onnx" else "torch"
         for parity in result.parity:
-            typer.echo(f"onnxruntime vs torch: {parity.describe()}")
+            typer.echo(f"onnxruntime vs {against}: {parity.describe()}")
         for note in result.notes:
             typer.echo(f"note: {note}")

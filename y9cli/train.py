@@ -1,4 +1,5 @@
-"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9deploy.validate_deployed.val_model``."""
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and, for ``y9 val``, ``val_model`` here:
+``y9train.validate.val_checkpoint`` for ``.pt``, ``y9deploy.validate_deployed.val_deployed`` for deployed files."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def val_command(
     imgsz: Annotated[
         int | None,
         typer.Option(
-            "--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."
+            "--imgsz", help="Validation size, pixels (.pt: default the trained size; .onnx/.engine fix their own)."
         ),
     ] = None,
     batch: Annotated[int, typer.Option("--batch")] = 32,
@@ -181,8 +182,6 @@ def val_command(
     split: Annotated[str, typer.Option("--split", help="data.yaml split.")] = "val",
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split."""
-    from y9deploy.validate_deployed import val_model
-
     res = val_model(
         data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
     )
@@ -203,6 +202,22 @@ def val_command(
         f"AP small {_pct(m['map_small'])}  medium {_pct(m['map_medium'])}  large {_pct(m['map_large'])}  "
         f"fitness {m['fitness']:.4f}"
     )
+
+
+def val_model(data: Path, model: Path, **kwargs):
+    """The one place ``y9 val`` decides the path: a ``.pt`` checkpoint through the training-time validation
+    (``y9train.validate.val_checkpoint``: torch), any other model file through ``Detector``
+    (``y9deploy.validate_deployed.val_deployed``: onnxruntime or TensorRT, no torch, no trainer)."""
+    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
+
+    backend_kind(model)  # one sentence for a suffix no backend opens
+    if Path(model).suffix.lower() in TORCH_SUFFIXES:
+        from y9train.validate import val_checkpoint
+
+        return val_checkpoint(data, model, **kwargs)
+    from y9deploy.validate_deployed import val_deployed
+
+    return val_deployed(data, model, **kwargs)
 
 
 def register(app: typer.Typer) -> None:
