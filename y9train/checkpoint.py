@@ -231,6 +231,21 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     return _checked_payload(payload, path)
 
 
+def read_y9_payload(path: str | Path) -> dict[str, Any] | None:
+    """The checked payload of a y9 checkpoint (as ``read_checkpoint``), or None when ``path`` holds another format
+    (an official checkpoint, a bare state dict): those need ``load_checkpoint``."""
+    path = Path(path)
+    _check_file(path)
+    check_zip_crc(path)
+    try:
+        payload = _torch_load_weights_only(path)
+    except pickle.UnpicklingError:
+        return None
+    if isinstance(payload, dict) and payload.get("format") == FORMAT:
+        return _checked_payload(payload, path)
+    return None
+
+
 def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
     """Rebuild the model of a y9 checkpoint payload (float32, eval mode); refuses NaN / infinite weights."""
     cfg = payload["config"]

@@ -82,3 +82,20 @@ def facts_of(model: Any, *, source_sha256: str = "", where: str = "the checkpoin
             f"{list(_strides(model))}; expected the same (a damaged or hand-edited checkpoint)."
         )
     return facts.replace(source_sha256=source_sha256)
+
+
+def payload_facts(payload: Mapping[str, Any], *, source_sha256: str = "", where: str = "the checkpoint") -> ModelFacts:
+    """The facts of a y9 checkpoint's payload (``read_checkpoint``'s result), without building its model: the
+    recorded facts, else derived from its config (names, the architecture's strides) and ``meta["imgsz"]``."""
+    from y9train.models.config import load_config
+
+    cfg, meta = payload["config"], dict(payload.get("meta", {}))
+    facts = stored_facts(meta, where, [str(n) for n in cfg["names"]])
+    if facts is None:
+        arch = cfg.get("arch") or load_config(cfg["name"])
+        strides = tuple(int(s) for s in arch["strides"])
+        hw = recorded_imgsz(meta) or (DEFAULT_IMGSZ, DEFAULT_IMGSZ)
+        facts = ModelFacts(imgsz=hw, names=tuple(str(n) for n in cfg["names"]), strides=strides,
+                           letterbox=LetterboxRule(stride=max(strides)), model=str(cfg["name"]),
+                           y9_version=str(meta.get("y9_version", "")))  # fmt: skip
+    return facts.replace(source_sha256=source_sha256)

@@ -137,6 +137,7 @@ def val_checkpoint(
     from y9core.model_facts import FactsWarning, size_notice
     from y9train.checkpoint import load_checkpoint
     from y9train.checkpoint_facts import facts_of
+    from y9train.reparam import fuse, to_deploy
     from y9train.data import YoloDataset, build_dataloader, load_data_yaml
     from y9train.run_setup import check_model_fits_data, resolve_amp, resolve_device
 
@@ -146,6 +147,7 @@ def val_checkpoint(
     net = load_checkpoint(model)
     check_model_fits_data(net, data_cfg, str(model), allow_new_head=False)
     facts = facts_of(net, where=str(model))
+    net = fuse(to_deploy(net))  # as deployed (and as the official val.py runs it): same outputs, faster
     if imgsz is None:
         imgsz = max(facts.imgsz)  # square validation: the loader letterboxes to imgsz x imgsz
     elif (notice := size_notice(facts, (int(imgsz), int(imgsz)), f"validation of {Path(model).name}")) is not None:

@@ -65,9 +65,16 @@ def checkpoint_facts(source: Any) -> ModelFacts:
     facts_mod, _ = _import_trainer_parts()
     if isinstance(source, (str, Path)):
         from y9deploy.engine.manifest import file_sha256
+        from y9train.checkpoint import read_y9_payload
 
         path = Path(source)
-        return facts_mod.facts_of(_load_checkpoint(path), source_sha256=file_sha256(path), where=str(path))
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {path} does not exist.")
+        sha = file_sha256(path)
+        payload = read_y9_payload(path)
+        if payload is not None:  # a y9 checkpoint's payload says it all: no model to build
+            return facts_mod.payload_facts(payload, source_sha256=sha, where=str(path))
+        return facts_mod.facts_of(_load_checkpoint(path), source_sha256=sha, where=str(path))
     return facts_mod.facts_of(source)
 
 
