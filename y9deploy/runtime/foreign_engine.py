@@ -2,8 +2,8 @@
 no manifest beside them, so their model facts come from elsewhere, and what a manifest would have let y9 check
 before TensorRT deserializes the file is said once.
 
-Where the facts come from, first found: the ``facts`` argument (``Detector(..., facts=PATH)``, ``--facts PATH``: the
-ONNX the engine was built from, or a facts sidecar), ``<engine stem>.facts.json`` (the sidecar ``y9 export`` writes
+Where the facts come from, first found: the ``facts`` argument (``Detector(..., facts=PATH)``: the ONNX the engine
+was built from, or a facts sidecar), ``<engine stem>.facts.json`` (the sidecar ``y9 export`` writes
 beside every ONNX), ``<engine stem>.onnx``. The engine's inputs and outputs are read from the engine itself once it
 is deserialized, and the facts are checked against them (class count, input size).
 """
@@ -40,8 +40,7 @@ def find_facts_source(engine_path: Path, facts: str | os.PathLike | None = None)
     raise ModelFileError(
         f"{engine_path} has no y9 manifest ({engine_path.name}.json) and no model facts beside it; expected "
         f"{engine_path.stem}.onnx (the ONNX it was built from) or {engine_path.stem}{SIDECAR_SUFFIX} (written by "
-        "`y9 export`) next to it, or pass the ONNX with facts=PATH (--facts PATH), or build it with "
-        "`y9 build-engine`."
+        "`y9 export`) next to it, or pass the ONNX as Detector(..., facts=PATH), or build it with `y9 build-engine`."
     )
 
 
