@@ -131,9 +131,15 @@ def _engine(path: Path) -> FactsReport:
     ]
     onnx = path.with_name(man.onnx_file)
     if onnx.is_file() and file_sha256(onnx) == man.onnx_sha256:
+        from y9deploy.facts_metadata import input_size
         from y9deploy.runtime.foreign_engine import read_source_facts
+        from y9deploy.runtime.onnx_digest import metadata_props
 
-        differ = read_source_facts(onnx, input_hw=(man.imgsz[0], man.imgsz[1])).differences(facts)
+        props = metadata_props(onnx)
+        recorded = "imgsz" in props  # else a foreign ONNX: the builder took the size from its graph
+        differ = read_source_facts(onnx, input_hw=None if recorded else (man.imgsz[0], man.imgsz[1])).differences(facts)
+        if recorded and list(input_size(props, str(onnx))) != list(man.imgsz):
+            differ.append(f"input size: {list(input_size(props, str(onnx)))} vs {man.imgsz}")
         if differ:
             raise ModelFileError(f"{manifest_path(path)}: its model facts differ from those of {onnx}, which it was "
                                  f"built from ({'; '.join(differ[:3])}); a damaged or hand-edited manifest.")  # fmt: skip
