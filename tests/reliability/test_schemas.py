@@ -175,6 +175,11 @@ def test_a_last_pt_whose_optimizer_state_does_not_fit_is_refused_before_the_resu
 
     torch.set_num_threads(1)
     run = Trainer(tiny_config(coco_pair(tmp_path), tmp_path, epochs=1, imgsz=64, val=False)).fit()
+    from y9deploy.facts import read_facts
+
+    facts = read_facts(run.last)  # training wrote the record
+    assert facts.imgsz == (64, 64) and facts.model == "gelan-t" and facts.recipe.startswith("default + ")
+    assert read_checkpoint(run.last)["meta"]["facts"]["names"] == list(facts.names)
     payload = read_checkpoint(run.last)
     state = payload["train"]["optimizer"]["state"]
     index = next(i for i, entry in state.items() if any(t.ndim > 1 for t in entry.values()))
