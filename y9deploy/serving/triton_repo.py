@@ -3,7 +3,7 @@
     write_triton_repo("gelan-c.onnx", "models/", max_batch=8, instances=2)
 
 writes ``models/gelan-c/config.pbtxt``, ``models/gelan-c/1/model.onnx`` (or ``1/model.plan`` for an engine)
-and ``models/gelan-c/y9.json`` (the source file, the platform, the model facts and the metadata strings). The configuration has the input/output names, data types and dims of the
+and ``models/gelan-c/y9.json`` (the source file, the platform, the metadata and the model facts, ``facts``). The configuration has the input/output names, data types and dims of the
 model, ``max_batch_size`` (an engine: its profile's maximum; an ONNX model with a dynamic batch: ``max_batch``;
 a static batch: 0 with the batch in the dims), dynamic batching, instance groups, and y9's metadata (class
 names, input size, letterbox) as the model parameter ``y9_metadata`` (JSON), which ``TritonDetector`` reads
@@ -74,7 +74,7 @@ class ServedModel:
     outputs: list[TensorSpec]
     batch: tuple[int, int, int] | None  # engine profile (min, opt, max); None: ONNX dynamic batch
     static_batch: int | None  # the fixed batch of a static model
-    metadata: dict[str, str]  # the metadata strings of the file (facts_to_props): the y9_metadata parameter
+    metadata: dict[str, Any]  # the file's metadata (facts_to_props) as JSON values: the y9_metadata parameter
     facts: ModelFacts | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -102,9 +102,9 @@ def _onnx_model(path: Path) -> ServedModel:
         raise BackendUnavailableError(
             f"writing a Triton repository for {path.name} needs the onnx package to read the graph: pip install onnx."
         ) from exc
-    from y9deploy.engine.onnx_info import inspect_onnx
+    from y9deploy.engine.onnx_info import detector_facts, inspect_onnx
 
-    info = inspect_onnx(path)
+    info = inspect_onnx(path, check_detector=False)
     from onnx import helper
 
     graph = info.model.graph
@@ -120,7 +120,8 @@ def _onnx_model(path: Path) -> ServedModel:
     inputs = [spec(vi) for vi in graph.input if vi.name not in initializers]
     outputs = [spec(vi) for vi in graph.output]
     _check_raw(path, info.end2end or any(o.name == "num_dets" for o in outputs), inputs)
-    meta = facts_to_props(info.facts, input_hw=info.imgsz, dynamic_batch=info.batch is None)
+    info.facts = detector_facts(info)
+    meta = json_values(facts_to_props(info.facts, input_hw=info.imgsz, dynamic_batch=info.batch is None))
     return ServedModel(path, "onnxruntime_onnx", inputs, outputs, None, info.batch, meta, info.facts)
 
 
@@ -132,7 +133,7 @@ def _engine_model(path: Path) -> ServedModel:
     outputs = [TensorSpec(t["name"], tuple(int(d) for d in t["shape"]), str(t["dtype"])) for t in m.outputs]
     _check_raw(path, m.end2end, inputs)
     facts = m.model_facts(manifest_path(path))
-    meta = facts_to_props(facts, input_hw=(m.imgsz[0], m.imgsz[1]), dynamic_batch=m.batch[0] != m.batch[2])
+    meta = json_values(facts_to_props(facts, input_hw=(m.imgsz[0], m.imgsz[1]), dynamic_batch=m.batch[0] != m.batch[2]))
     notes = []
     if m.flavour == "tensorrt_rtx":
         notes.append(
@@ -149,9 +150,19 @@ def _engine_model(path: Path) -> ServedModel:
     return ServedModel(path, "tensorrt_plan", inputs, outputs, tuple(m.batch), static, meta, facts, notes)
 
 
+FLAGS = ("end2end", "dynamic_batch", "half")
+JSON_KEYS = ("names", "stride", "imgsz", "trained_imgsz", "letterbox", "nms_defaults")
+
+
+def json_values(props: dict[str, str]) -> dict[str, Any]:
+    """Metadata strings as JSON values (lists, objects, booleans) for the config parameter a person reads;
+    ``metadata_props`` turns them back."""
+    return {k: (v == "1") if k in FLAGS else json.loads(v) if k in JSON_KEYS and v else v for k, v in props.items()}
+
+
 def metadata_props(info: dict[str, Any]) -> dict[str, str]:
-    """The ``y9_metadata`` parameter's object as the metadata strings ``parse_metadata`` reads (strings stay;
-    older repositories held JSON values and flags: JSON for structured values, "1"/"0" for flags)."""
+    """The ``y9_metadata`` parameter's object (``json_values``) back to the metadata strings ``parse_metadata``
+    reads (JSON for structured values, "1"/"0" for flags)."""
     return {k: v if isinstance(v, str) else ("1" if v else "0") if isinstance(v, bool) else json.dumps(v)
             for k, v in info.items()}  # fmt: skip
 
@@ -321,8 +332,8 @@ def write_triton_repo(
         (tmp / "1").mkdir()
         shutil.copyfile(served.path, tmp / "1" / file_name)
         (tmp / "config.pbtxt").write_text(text, encoding="utf-8")
-        sidecar = {"source": str(served.path), "platform": served.platform,
-                   "facts": served.facts.to_dict() if served.facts else None, "metadata": served.metadata}  # fmt: skip
+        sidecar = {"source": str(served.path), "platform": served.platform, **served.metadata,
+                   "facts": served.facts.to_dict() if served.facts else None}  # fmt: skip
         (tmp / "y9.json").write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
         if model_dir.exists():
             shutil.rmtree(model_dir)
