@@ -103,8 +103,8 @@ class Trainer:
     def setup(self) -> None:
         """Everything before the first batch (``fit`` calls it)."""
         from y9core.val_result import require_metrics_backend
-        from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
         from y9train.checkpoint_facts import trained_facts
+        from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
         from y9train.hyp import recipe_name
         from y9train.loss import DetectionLoss
         from y9train.run_setup import (

@@ -28,10 +28,11 @@ def onnx_to_fp16(
     changed: dict[str, Any] | None = None,
 ) -> Any:
     """Convert the y9 ONNX ``source`` to FP16 at ``path``; returns an ``ExportResult``. ``changed``: options given
-    that an ONNX source cannot honour (its size, batch and end2end are fixed), refused with one sentence."""
+    explicitly; an ONNX source keeps its size, batch and outputs, so a value other than its own is refused."""
     from y9core.atomic_write import atomic_write, ensure_writable
     from y9deploy import __version__
     from y9deploy.engine.onnx_info import inspect_onnx
+    from y9deploy.export.imgsz import parse_imgsz
     from y9deploy.export.metadata import build_metadata, set_metadata
     from y9deploy.export.parity import compare_raw, parity_batch, run_onnxruntime
     from y9deploy.export.result import RTOL_FP16, ExportResult
@@ -46,12 +47,15 @@ def onnx_to_fp16(
             f"{source} is already an ONNX model; `y9 export` converts an ONNX model only to FP16 (--half); export "
             "the .pt checkpoint for other options."
         )
-    if changed:
-        given = ", ".join(f"{k}={v}" for k, v in changed.items())
-        raise ValueError(f"{given} cannot apply to {source}: an ONNX model keeps its input size, batch and outputs; "
-                         "export the .pt checkpoint with those options instead.")  # fmt: skip
     t0 = time.perf_counter()
     info = inspect_onnx(source)
+    own = {"imgsz": info.imgsz, "batch": info.batch or 1, "dynamic_batch": info.batch is None, "end2end": info.end2end}
+    differ = {k: v for k, v in (changed or {}).items()
+              if (parse_imgsz(v) if k == "imgsz" else v) != own[k]}  # fmt: skip
+    if differ:
+        given = ", ".join(f"{k}={v}" for k, v in differ.items())
+        raise ValueError(f"{given} cannot apply to {source}: an ONNX model keeps its input size, batch and outputs; "
+                         "export the .pt checkpoint with those options instead.")  # fmt: skip
     if info.half:
         raise ValueError(f"{source} is already FP16; expected an FP32 ONNX model to convert.")
     if info.end2end:
