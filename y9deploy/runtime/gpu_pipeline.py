@@ -33,7 +33,7 @@ class GpuPipeline:
 
     Args:
         backend: a backend whose ``infer`` takes torch tensors (CUDA ones on a CUDA device).
-        info: the model's ModelInfo (letterbox settings, names).
+        info: the model's facts (ModelFacts: letterbox rule, names).
         stream: the torch CUDA stream to run on (created when None).
         pre: "hybrid" (default), "gpu" or "cpu" (``pre.choice``).
         pre_on_gpu: the older switch: True means pre="gpu", False pre="cpu" (used when ``pre`` is None).
