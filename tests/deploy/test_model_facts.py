@@ -51,3 +51,17 @@ def test_another_size_than_the_trained_one_is_said_once(embedded_pt, embedded_ex
     with warnings.catch_warnings():
         warnings.simplefilter("error", FactsWarning)  # the trained size: nothing to say
         Detector(embedded_export(), device="cpu").close()
+
+
+def test_the_cli_prints_the_notice_once_as_one_line(embedded_export, tmp_path, capsys):
+    from tests.conftest import TEST_DATA
+    from y9cli.app import main
+
+    other = _with_props(embedded_export(), tmp_path / "m.onnx", trained_imgsz="[640, 640]")
+    with pytest.raises(SystemExit) as done:
+        main(["predict", str(TEST_DATA / "000000000036.jpg"), "--model", str(other), "--save-dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert done.value.code == 0, err
+    warned = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and "m.onnx runs at 416x416 but the model was trained and validated at 640x640" in warned[0]
+    assert "FactsWarning" not in err
