@@ -59,7 +59,8 @@ class Detector:
         max_det: most detections per image.
         classes: keep only these class ids (None: all).
         agnostic: class-agnostic NMS.
-        imgsz: network input for ``.pt`` files (default: the size the checkpoint records, else 640); ONNX models and engines fix their own.
+        imgsz: network input for ``.pt`` files (default: the size the model was trained at, its facts); ONNX models
+            and engines fix their own.
         half: FP16 for ``.pt`` on CUDA (default True there).
         cuda_graph: replay the network as a CUDA graph (torch and TensorRT on CUDA; default True).
         preprocess: on a CUDA backend with torch installed: "auto"/"hybrid" (letterbox by OpenCV threads, the
