@@ -38,16 +38,15 @@ def _with_props(src, dst, **changes):
     return dst
 
 
-def test_another_size_than_the_trained_one_is_said_once(embedded_pt, embedded_export, tmp_path):
+def test_another_size_than_the_trained_one_is_said_once(embedded_export, tmp_path):
+    """(A .pt run with an explicit other imgsz goes through the same Detector check.)"""
     from y9deploy import Detector
 
-    with pytest.warns(FactsWarning, match=r"runs at 320x320 but the model was trained and validated at 416x416") as w:
-        Detector(embedded_pt, device="cpu", imgsz=320).close()
-    assert len([x for x in w if issubclass(x.category, FactsWarning)]) == 1
     # an ONNX whose model was trained at 640 (as an export at another size records it)
     other = _with_props(embedded_export(), tmp_path / "m.onnx", trained_imgsz="[640, 640]")
-    with pytest.warns(FactsWarning, match=r"m\.onnx runs at 416x416 but the model was trained and validated at 640x640"):
+    with pytest.warns(FactsWarning, match=r"m\.onnx runs at 416x416 but the model was trained and validated at 640x640") as w:
         Detector(other, device="cpu").close()
+    assert len([x for x in w if issubclass(x.category, FactsWarning)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error", FactsWarning)  # the trained size: nothing to say
         Detector(embedded_export(), device="cpu").close()
