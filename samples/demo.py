@@ -46,7 +46,7 @@ def main() -> None:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
 
-    from y9deploy import Detector, benchmark, build_engine, default_model_path, export_onnx
+    from y9deploy import Detector, benchmark, build_engine, default_model_path, export_onnx, read_facts
     from y9deploy.draw import draw_detections
     from y9train.checkpoint import load_checkpoint
     from y9train.models.complexity import model_info
@@ -54,9 +54,8 @@ def main() -> None:
     t = step("1. model")
     ckpt = args.weights or default_model_path()
     model = load_checkpoint(ckpt)
-    if args.imgsz is None:  # the size the checkpoint records (its training size), else 640
-        imgsz = model.meta.get("imgsz", 640) if isinstance(getattr(model, "meta", None), dict) else 640
-        args.imgsz = imgsz if isinstance(imgsz, int) else 640
+    if args.imgsz is None:  # the size the model was trained at (its facts)
+        args.imgsz = max(read_facts(ckpt).imgsz)
     info = model_info(model, args.imgsz)
     origin = (
         "the embedded demonstration model (trained by y9 on coco128)" if args.weights is None else "--weights"

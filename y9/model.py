@@ -10,7 +10,7 @@
     y9.Model("best.onnx").benchmark(batch_sizes=(1, 8))
 
 A thin object over the library functions the ``y9`` commands call (``y9train.train.train``,
-``y9deploy.validate_deployed.val_model``, ``y9deploy.export_onnx``, ``y9deploy.Detector``,
+``y9.val.val_model``, ``y9deploy.export_onnx``, ``y9deploy.Detector``,
 ``y9deploy.benchmark``): no logic of its own but the defaults, which come from the model's own facts (the image
 size it was trained at, its class names), read in one place (``Model._facts``). Torch is imported only for
 architectures and ``.pt`` checkpoints; ``.onnx`` and ``.engine`` files need only the runtime.
@@ -235,13 +235,13 @@ class Model:
     def val(
         self, data: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False, **options: Any
     ) -> Any:
-        """COCO metrics on a data.yaml split (``y9deploy.validate_deployed.val_model``, as ``y9 val``; options
+        """COCO metrics on a data.yaml split (``y9.val.val_model``, as ``y9 val``; options
         ``split``, ``batch``, ``conf``, ``iou``, ``device`` ...). A checkpoint is validated at its trained size
         unless ``imgsz`` is given. ``save_dir``: also write the report files there (``y9core.val_report``:
         metrics.json, curves, confusion matrix, pictures; ``save_json``: predictions.json). Returns
         ``y9core.val_result.ValResult``."""
         path = self._needs_weights("be validated")
-        from y9deploy.validate_deployed import val_model
+        from y9.val import val_model
 
         if self.kind == "checkpoint" and options.get("imgsz") is None:
             options["imgsz"] = self.imgsz[0] if self.imgsz[0] == self.imgsz[1] else max(self.imgsz)

@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else list(argv)
     saved = {s: signal.getsignal(s) for s in interrupts.SIGNALS} if argv is not None else None
+    from y9cli.notices import install
+
+    install()  # a setting that differs from the model's facts: one `warning:` line
     try:
         code = run(args)
     finally:

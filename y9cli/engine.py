@@ -121,6 +121,7 @@ def register(app: typer.Typer) -> None:
         for note in result.notes:
             typer.echo(f"note: {note}")
         typer.echo(f"manifest: {result.manifest_path}")
+        typer.echo(f"the same build with NVIDIA's trtexec (e.g. on the target device): {result.trtexec}")
         if check is not None:
             if check.reason:
                 typer.echo(f"note: the engine cannot run here ({check.reason})")

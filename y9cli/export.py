@@ -17,17 +17,36 @@ def _kept(output: Path, before: int | None) -> str:
     return f"nothing was written ({output} is written last, whole or not at all)"
 
 
+def default_output(source: Path) -> Path:
+    """``best.pt`` -> ``best.onnx``; ``model.onnx`` (converted to FP16) -> ``model-fp16.onnx``."""
+    if source.suffix.lower() == ".onnx":
+        return source.with_name(f"{source.stem}-fp16.onnx")
+    return source.with_suffix(".onnx")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export_cmd(
-        source: Annotated[Path, typer.Argument(help="Checkpoint: y9 or official YOLOv9 format (.pt).")],
+        source: Annotated[
+            Path,
+            typer.Argument(
+                help="Checkpoint: y9 or official YOLOv9 format (.pt); or a y9 ONNX model to convert to FP16 (--half)."
+            ),
+        ],
         output: Annotated[
             Path | None,
-            typer.Option("-o", "--output", help="ONNX file (default: checkpoint path with .onnx)."),
+            typer.Option(
+                "-o", "--output", help="ONNX file (default: checkpoint path with .onnx; an ONNX source: NAME-fp16.onnx)."
+            ),
         ] = None,
         imgsz: Annotated[
-            str, typer.Option("--imgsz", help="Input size: 640 or H,W (e.g. 384,640); multiples of 32.")
-        ] = "640",
+            str | None,
+            typer.Option(
+                "--imgsz",
+                help="Input size: 640 or H,W (e.g. 384,640); multiples of 32 (default: the size the model was "
+                "trained at, from its facts).",
+            ),
+        ] = None,
         batch: Annotated[
             int, typer.Option("--batch", help="Batch size (the traced one with --dynamic-batch).")
         ] = 1,
@@ -63,7 +82,7 @@ def register(app: typer.Typer) -> None:
         from y9core.run_dir import check_output_file
         from y9deploy.export.onnx_export import export_onnx_report
 
-        output = output if output is not None else source.with_suffix(".onnx")
+        output = output if output is not None else default_output(source)
         check_output_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file")
         before = output.stat().st_mtime_ns if output.exists() else None
         on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
@@ -94,7 +113,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"simplified: {result.nodes_raw} -> {result.nodes_simplified} nodes")
         else:
             typer.echo(f"not simplified: {result.nodes_raw} nodes")
+        against = "the FP32 ONNX" if source.suffix.lower() == ".onnx" else "torch"
         for parity in result.parity:
-            typer.echo(f"onnxruntime vs torch: {parity.describe()}")
+            typer.echo(f"onnxruntime vs {against}: {parity.describe()}")
         for note in result.notes:
             typer.echo(f"note: {note}")

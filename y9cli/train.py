@@ -1,4 +1,5 @@
-"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and ``y9deploy.validate_deployed.val_model``."""
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and, for ``y9 val``, ``val_model`` here:
+``y9train.validate.val_checkpoint`` for ``.pt``, ``y9deploy.validate_deployed.val_deployed`` for deployed files."""
 
 from __future__ import annotations
 
@@ -236,7 +237,7 @@ def val_command(
     imgsz: Annotated[
         int | None,
         typer.Option(
-            "--imgsz", help="Validation size, pixels (.pt: default 640; .onnx/.engine fix their own)."
+            "--imgsz", help="Validation size, pixels (.pt: default the trained size; .onnx/.engine fix their own)."
         ),
     ] = None,
     batch: Annotated[int, typer.Option("--batch", min=1, help="Images per batch.")] = 32,
@@ -254,8 +255,8 @@ def val_command(
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split;
     metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
+    from y9.val import val_model
     from y9core.val_report import write_val_report
-    from y9deploy.validate_deployed import val_model
 
     run = run_folder("val", project=project, name=name, exist_ok=exist_ok, inputs=[data, model])
     with writing(run, reuse="files of the same name are replaced"):

@@ -24,6 +24,8 @@ _LAZY = {
     "Y9Error": "y9core.errors",
     "TritonDetector": "y9deploy.serving.triton_client",
     "default_model_path": "y9deploy.default_model",
+    "ModelFacts": "y9core.model_facts",
+    "read_facts": "y9deploy.facts",
 }
 
 __all__ = [

@@ -2,9 +2,10 @@
 (its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9core.metrics.evaluate``,
 the ``ValResult`` of ``y9core.val_result``): numpy and the runtime only, no torch and nothing of the trainer.
 
-``val_model`` is the one function that decides: ``.pt`` checkpoints go to ``y9train.validate.val_checkpoint``
-(the training-time validation loop), every other model file to ``val_deployed``. It lives in y9deploy, above both
-the runtime and y9train's evaluator: y9train imports nothing of the runtime.
+``.pt`` checkpoints are validated by ``y9train.validate.val_checkpoint`` (the training-time loop; ``y9 val``
+decides which, in ``y9cli``): the same letterbox, size (the model's trained one by default), thresholds and
+evaluator, so the two agree on one model. Nothing here imports torch or the trainer: a deployment box validates
+what it deploys with onnxruntime (or TensorRT) alone.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ def val_deployed(
 ):
     """COCO metrics of an ``.onnx`` / ``.engine`` file (or any file ``Detector`` opens) on a data.yaml split.
 
-    Thresholds as the checkpoint validation (conf 0.001, iou 0.7, max_det 300, one label per box). ``imgsz``:
-    None lets the file decide (ONNX models and engines fix their input size; a different value is refused by
-    ``Detector``). Returns ``y9core.val_result.ValResult``.
+    Thresholds as the checkpoint validation (conf 0.001, iou 0.7, max_det 300, one label per box); the letterbox is
+    the model's (its facts). ``imgsz``: None lets the file decide (ONNX models and engines fix their input size; a
+    different value is refused by ``Detector``). Returns ``y9core.val_result.ValResult``.
     """
     from y9core.data.labels import load_labels, normalised_to_pixels
     from y9core.data.yaml_config import load_data_yaml
@@ -72,17 +73,3 @@ def val_deployed(
     res = evaluate(preds, targets, nc=cfg.nc, names=cfg.names)
     return ValResult.from_evaluation(res, preds, targets, labels.files, seconds=time.perf_counter() - t_start,
                                      infer_seconds=infer_s)  # fmt: skip
-
-
-def val_model(data, model: str | Path, *, imgsz: int | None = None, **kwargs):
-    """``y9 val``: a ``.pt`` checkpoint through the training-time validation (imgsz default 640), an ONNX model or
-    engine through ``val_deployed``. Returns ``y9train.validate.ValResult``."""
-    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
-
-    backend_kind(model)  # one sentence for a suffix no backend opens
-    if Path(model).suffix.lower() in TORCH_SUFFIXES:
-        from y9train.validate import val_checkpoint
-
-        return val_checkpoint(data, model, imgsz=640 if imgsz is None else imgsz, **kwargs)
-    kwargs.pop("amp", None)
-    return val_deployed(data, model, imgsz=imgsz, **kwargs)

@@ -29,6 +29,7 @@ from torch import nn
 from y9core.errors import ModelFileError
 from y9core.file_paths import expect_file
 from y9train import __version__
+from y9train.checkpoint_facts import stored_facts
 from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
 from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
@@ -164,6 +165,16 @@ def _expect(ok: bool, path: Path, entry: str, value: Any, expected: str) -> None
         )
 
 
+def check_floating(state_dict: Mapping[str, torch.Tensor], path: Path) -> None:
+    """One sentence naming the first weight that is not floating point (BatchNorm's step counters excepted)."""
+    for key, value in state_dict.items():
+        if not value.is_floating_point() and not key.endswith("num_batches_tracked"):
+            raise ModelFileError(
+                f"{path}: weight {key} is {str(value.dtype).replace('torch.', '')}; expected floating-point weights "
+                "(float32, float16 or bfloat16): a damaged or hand-edited y9 checkpoint"
+            )
+
+
 def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     """A y9 payload whose entries have the types ``model_from_payload`` and resume rely on; digest verified."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
@@ -201,6 +212,8 @@ def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
         path, "'model'", sd, "a non-empty dict of named tensors",
     )  # fmt: skip
     _expect(isinstance(payload.get("meta", {}), dict), path, "'meta'", payload.get("meta"), "a dict")
+    check_floating(sd, path)
+    stored_facts(payload.get("meta", {}), str(path), names)
     train = payload.get("train")
     _expect(train is None or isinstance(train, dict), path, "'train'", train, "a dict of training state")
     check_digest(payload, path)
@@ -222,6 +235,21 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
             "expected a file written by y9"
         ) from None
     return _checked_payload(payload, path)
+
+
+def read_y9_payload(path: str | Path) -> dict[str, Any] | None:
+    """The checked payload of a y9 checkpoint (as ``read_checkpoint``), or None when ``path`` holds another format
+    (an official checkpoint, a bare state dict): those need ``load_checkpoint``."""
+    path = Path(path)
+    _check_file(path)
+    check_zip_crc(path)
+    try:
+        payload = _torch_load_weights_only(path)
+    except pickle.UnpicklingError:
+        return None
+    if isinstance(payload, dict) and payload.get("format") == FORMAT:
+        return _checked_payload(payload, path)
+    return None
 
 
 def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
@@ -305,6 +333,7 @@ def _from_state_dict(state_dict: Mapping[str, torch.Tensor], names: Any, origin:
         name, nc = identify_architecture(state_dict)
     except ValueError as exc:
         raise ModelFileError(f"{origin}: {exc}") from None
+    check_floating(state_dict, origin)
     check_finite(state_dict, origin)
     model = build_model(name, nc=nc, names=_class_names(names, nc, origin))
     load_state_dict_checked(model, state_dict, str(origin))

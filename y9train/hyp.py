@@ -323,6 +323,23 @@ def load_hyp(path: str | Path | None = None) -> Hyp:
     return Hyp.from_dict(raw, f"hyperparameter file {path}" if path else "hyperparameters")
 
 
+def recipe_name(hyp: Hyp) -> str:
+    """The recipe ``hyp`` is (``default``, ``official``), or ``NAME + k changes`` naming the closest recipe and how
+    many hyperparameters differ from it (recorded in a checkpoint's model facts)."""
+    mine = hyp.to_dict()
+    best = None
+    for name in RECIPES:
+        ref = load_hyp(name).to_dict()
+        changed = sorted(k for k in mine if mine[k] != ref.get(k))
+        if best is None or len(changed) < len(best[1]):
+            best = (name, changed)
+    name, changed = best  # type: ignore[misc]
+    if not changed:
+        return name
+    shown = ", ".join(changed[:4]) + (", ..." if len(changed) > 4 else "")
+    return f"{name} + {len(changed)} change{'s' if len(changed) > 1 else ''} ({shown})"
+
+
 def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``["lr0=0.02", "mosaic=0"]`` -> ``{"lr0": "0.02", "mosaic": "0"}`` (values converted later, by field)."""
     out: dict[str, str] = {}

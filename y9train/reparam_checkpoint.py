@@ -31,6 +31,8 @@ def reparameterize_checkpoint(
         fuse(deployed)
     meta = dict(getattr(model, "meta", {}))
     meta.update(reparameterized_from=model.name, source_file=Path(source).name)
+    if isinstance(meta.get("facts"), dict):  # the same model: its facts travel, under its new architecture name
+        meta["facts"] = {**meta["facts"], "model": deployed.name}
     path = save_checkpoint(deployed, output, **{k: v for k, v in meta.items() if k != "y9_version"})
     return ReparamResult(
         path, model.name, deployed.name, before, sum(p.numel() for p in deployed.parameters())

@@ -198,6 +198,7 @@ def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) ->
 
     cfg = trainer.config
     meta = {
+        "facts": trainer.facts.to_dict(),
         "epoch": epoch + 1,
         "epochs": cfg.epochs,
         "imgsz": cfg.imgsz,
@@ -243,12 +244,40 @@ def write_run(snap: RunSnapshot) -> None:
     write_results_csv(snap.results_csv, snap.history)
 
 
+def check_optimizer_state(path: Path, optimizer: Any, saved: Any) -> None:
+    """One sentence unless ``saved`` (a last.pt's optimizer state) fits ``optimizer`` (built for the model being
+    resumed): the same parameter groups and sizes, and every per-parameter tensor (moments, momentum buffers) of its
+    parameter's shape. ``load_state_dict`` checks none of the shapes: a mismatch would crash the first step."""
+    where = f"{path}: its optimizer state"
+    tail = "expected the last.pt of an unmodified y9 train run (a damaged or hand-edited last.pt)."
+    groups, entries = (saved.get("param_groups"), saved.get("state")) if isinstance(saved, dict) else (None, None)
+    if not isinstance(groups, list) or not isinstance(entries, dict) or not all(
+        isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups
+    ):
+        raise ModelFileError(f"{where} has no 'param_groups' list and 'state' dict; {tail}")
+    have = [len(g["params"]) for g in groups]
+    want = [len(g["params"]) for g in optimizer.param_groups]
+    if have != want:
+        raise ModelFileError(f"{where} holds parameter groups of {have} parameters, the model being resumed {want}; {tail}")
+    params = {i: p for g, c in zip(groups, optimizer.param_groups) for i, p in zip(g["params"], c["params"])}
+    for i, entry in entries.items():
+        if i not in params or not isinstance(entry, dict):
+            raise ModelFileError(f"{where} has an entry for parameter {i!r}, which none of its groups holds; {tail}")
+        for name, value in entry.items():
+            if isinstance(value, torch.Tensor) and value.ndim and tuple(value.shape) != tuple(params[i].shape):
+                raise ModelFileError(
+                    f"{where} '{name}' of parameter {i} has shape {list(value.shape)} but that parameter has "
+                    f"{list(params[i].shape)}; {tail}"
+                )
+
+
 def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, Any]) -> None:
     """Put a set-up trainer back where ``last.pt`` left it: weights, EMA, optimiser, scaler, counters, history,
     RNG (last, so nothing built afterwards draws from it)."""
     from y9train.optim import set_implementation
     from y9train.reporting import write_results_csv
 
+    check_optimizer_state(path, trainer.optimizer, state["optimizer"])
     try:
         trainer.model.load_state_dict(state["model"])
         trainer.ema.load(payload["model"], state["ema_updates"])

@@ -43,6 +43,8 @@ class TrainerSetup:
     def _setup_model(self, use_scaler: bool) -> None:
         """The model (from the resumed checkpoint, or built / loaded fresh) on the device, the GradScaler and the
         loss."""
+        from y9train.checkpoint_facts import trained_facts
+        from y9train.hyp import recipe_name
         from y9train.loss import DetectionLoss
         from y9train.run_setup import fp16_as_official, load_model_for_training
 
@@ -61,6 +63,7 @@ class TrainerSetup:
         model.set_grad_checkpointing(cfg.grad_checkpointing)
         fmt = torch.channels_last if self.channels_last else torch.preserve_format
         self.model = model.float().train().to(self.device, memory_format=fmt)
+        self.facts = trained_facts(self.model, imgsz=cfg.imgsz, recipe=recipe_name(hyp))  # into every checkpoint
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
         if hyp.loss_fp16:  # the run's log says which loss path it took

@@ -111,7 +111,7 @@ def val_checkpoint(
     data: str | Path,
     model: str | Path,
     *,
-    imgsz: int = 640,
+    imgsz: int | None = None,
     batch: int = 32,
     conf: float = 0.001,
     iou: float = 0.7,
@@ -121,9 +121,18 @@ def val_checkpoint(
     split: str = "val",
     amp: str = "auto",
 ) -> ValResult:
-    """``y9 val``: a checkpoint (y9 or official) on a split of a data.yaml."""
+    """``y9 val``: a checkpoint (y9 or official) on a split of a data.yaml, through the training-time loader and
+    validation loop (the numbers training reports). ``imgsz``: None = the size the model was trained at (its
+    facts); another size is said once (``FactsWarning``). Letterbox (no ``auto`` padding, frames scaled to fit,
+    grey 114), thresholds (conf 0.001, IoU 0.7, 300 detections, one label per box) and COCO evaluation are those of
+    ``y9deploy.validate_deployed.val_deployed`` for ONNX models and engines, so both agree on one model."""
+    import warnings
+
+    from y9core.model_facts import FactsWarning, size_notice
     from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoint_facts import facts_of
     from y9train.data import YoloDataset, build_dataloader, load_data_yaml
+    from y9train.reparam import fuse, to_deploy
     from y9train.run_setup import check_model_fits_data, resolve_amp, resolve_device
 
     require_metrics_backend()
@@ -131,6 +140,12 @@ def val_checkpoint(
     dev = resolve_device(device)
     net = load_checkpoint(model)
     check_model_fits_data(net, data_cfg, str(model), allow_new_head=False)
+    facts = facts_of(net, where=str(model))
+    net = fuse(to_deploy(net))  # as deployed (and as the official val.py runs it): same outputs, faster
+    if imgsz is None:
+        imgsz = max(facts.imgsz)  # square validation: the loader letterboxes to imgsz x imgsz
+    elif (notice := size_notice(facts, (int(imgsz), int(imgsz)), f"validation of {Path(model).name}")) is not None:
+        warnings.warn(notice, FactsWarning, stacklevel=2)
     dataset = YoloDataset.from_yaml(data_cfg, split, augment=False, imgsz=imgsz, workers=workers)
     loader = build_dataloader(dataset, batch, workers=min(workers, 8), persistent_workers=False)
     amp_dtype, _ = resolve_amp(amp, dev)

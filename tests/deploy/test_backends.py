@@ -81,7 +81,8 @@ def test_onnxruntime_backend_describes_and_runs(tiny, tmp_path):
     assert (b.name, b.device, b.input_name, b.input_hw) == ("onnxruntime", "cpu", "images", (96, 128))
     assert b.input_dtype == np.float32 and b.batch_range[0] == 1 and b.batch_range[1] >= 64
     assert not b.end2end and b.extras == ()
-    assert b.metadata["names"] == ["c0", "c1", "c2"] and b.metadata["stride"] == [8, 16, 32]
+    assert b.metadata["names"] == ["c0", "c1", "c2"] and b.metadata["strides"] == [8, 16, 32]
+    assert b.info.names == ("c0", "c1", "c2") and b.metadata["dynamic_batch"] is True
     x = np.random.default_rng(0).random((3, 3, 96, 128), dtype=np.float32)
     ref = ort.InferenceSession(str(tiny), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
     np.testing.assert_array_equal(b.infer(x)["output0"], ref)
@@ -173,7 +174,7 @@ def test_torch_backend_options(gelan_t):
     with pytest.raises(ValueError, match="half=True needs a CUDA"):
         TorchBackend(gelan_t["pt"], "cpu", half=True)
     b = TorchBackend(gelan_t["pt"], "cpu", imgsz=(96, 160))
-    assert b.input_hw == (96, 160) and not b.cuda_graph and b.metadata["half"] is False
+    assert b.input_hw == (96, 160) and not b.cuda_graph and b.metadata["precision"] == "fp32"
     out = b.infer(np.zeros((1, 3, 96, 160), np.float32))["output0"]
     assert out.shape == (1, 84, 12 * 20 + 6 * 10 + 3 * 5)
     with pytest.raises(ValueError, match="expected"):
@@ -205,9 +206,9 @@ def test_parse_metadata():
     props = {"names": json.dumps({"1": "b", "0": "a"}), "imgsz": "[64, 96]", "stride": "[8, 16, 32]",
              "end2end": "1", "half": "1", "model": "m", "letterbox": json.dumps({"color": 0})}  # fmt: skip
     info = parse_metadata(props, where="x.onnx", nc=2)
-    assert info.names == ["a", "b"] and info.imgsz == (64, 96) and info.end2end and info.half
-    assert info.letterbox == {"auto": False, "scaleup": True, "color": 0, "stride": 32}
-    assert parse_metadata({}, where="x.onnx", imgsz=(32, 32), nc=3).names == ["class0", "class1", "class2"]
+    assert info.names == ("a", "b") and info.imgsz == (64, 96) and info.end2end and info.half
+    assert info.letterbox.to_dict() == {"auto": False, "scaleup": True, "color": 0, "stride": 32}
+    assert parse_metadata({}, where="x.onnx", imgsz=(32, 32), nc=3).names == ("class0", "class1", "class2")
     with pytest.raises(ValueError, match="3 class names but the model outputs 2"):
         parse_metadata({"names": '["a", "b", "c"]'}, where="x.onnx", imgsz=(32, 32), nc=2)
     with pytest.raises(ValueError, match="not valid JSON"):

@@ -66,7 +66,7 @@ def test_damaged_engine_and_missing_manifest(engine, tmp_path, monkeypatch):
         Detector(flipped)
     bare = tmp_path / "bare.plan"
     bare.write_bytes(engine.read_bytes())
-    with pytest.raises(ModelFileError, match="no manifest"):
+    with pytest.raises(ModelFileError, match="has no y9 manifest .* and no model facts beside it"):
         Detector(bare)
 
 

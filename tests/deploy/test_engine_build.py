@@ -47,7 +47,8 @@ def test_aot_fp16_build_writes_engine_and_manifest(dyn_onnx, tmp_path):
     # strongly typed FP16 with float32 I/O kept (keep_io_types): names, shapes, dtypes from the network
     assert m.inputs == [{"name": "images", "shape": [-1, 3, 64, 96], "dtype": "float32"}]
     assert m.outputs == [{"name": "output0", "shape": [-1, 7, 96], "dtype": "float32"}]
-    assert m.onnx_metadata == {"names": '["a", "b", "c"]', "model": "tiny"} and m.names == ["a", "b", "c"]
+    assert m.onnx_metadata == {"names": '["a", "b", "c"]', "model": "tiny", "stride": "[8]"}
+    assert m.names == ["a", "b", "c"] and m.facts["strides"] == [8] and m.facts["precision"] == "fp16"
     assert m.end2end is False and m.y9_version
     assert datetime.fromisoformat(m.built_at).tzinfo is not None and m.build_seconds > 0
     assert any("FP16" in n for n in result.notes)

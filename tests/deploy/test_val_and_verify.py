@@ -187,7 +187,7 @@ def test_val_deployed_refuses_another_class_count(tmp_path):
     from tests.conftest import TEST_DATA
     from tests.deploy.runtime_support import export_tiny_onnx
     from y9core.errors import DataError
-    from y9deploy.validate_deployed import val_model
+    from y9deploy.validate_deployed import val_deployed as val_model
 
     tiny = export_tiny_onnx(tmp_path / "tiny.onnx", nc=3, imgsz=(96, 128))
     with pytest.raises(

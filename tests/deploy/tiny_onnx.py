@@ -38,7 +38,8 @@ def tiny_onnx(
     dynamic_hw: bool = False,
     metadata: dict[str, str] | None = None,
 ) -> Path:
-    """Export :class:`TinyDetector` (seeded weights) to ``path``."""
+    """Export :class:`TinyDetector` (seeded weights) to ``path``; its metadata records its one stride, 8 (plus
+    ``metadata``)."""
     torch.manual_seed(0)
     model = TinyDetector(width=width).eval()
     axes = {}
@@ -54,6 +55,7 @@ def tiny_onnx(
         model, (torch.zeros(batch, 3, *hw),), str(path), input_names=[input_name], output_names=["output0"],
         dynamic_axes=axes or None, opset_version=17, dynamo=False,
     )  # fmt: skip
+    metadata = {"stride": "[8]", **(metadata or {})}
     if metadata:
         m = onnx.load(str(path))
         for k, v in metadata.items():
@@ -99,7 +101,8 @@ def nms_onnx(path: Path, *, hw: tuple[int, int] = (64, 64)) -> Path:
 
 
 def unknown_op_onnx(path: Path, *, hw: tuple[int, int] = (64, 64)) -> Path:
-    """``images`` -> an op no parser knows (``NotARealOp``) -> output: TensorRT's parser must fail."""
+    """``images`` -> an op no parser knows (``NotARealOp``) -> a head-shaped output [1, 7, anchors at stride 8]:
+    a detector by its signature, which TensorRT's parser must fail on."""
     h, w = hw
     nodes = [
         helper.make_node("Relu", ["images"], ["r"], name="relu0"),
@@ -107,10 +110,12 @@ def unknown_op_onnx(path: Path, *, hw: tuple[int, int] = (64, 64)) -> Path:
     ]
     graph = helper.make_graph(
         nodes, "bad", [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, h, w])],
-        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 3, h, w])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, [1, 7, (h // 8) * (w // 8)])],
     )  # fmt: skip
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("y9.test", 1)]
     )
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "stride", "[8]"
     onnx.save(model, str(path))
     return path

@@ -73,7 +73,7 @@ class Append:
 
 
 APPENDS: tuple[Append, ...] = (
-    Append("export", "--imgsz", (str(SIZE),), "the test model is exported at 64x64, not the default 640"),
+    Append("export", "--imgsz", (str(SIZE),), "the test model is exported at 64x64, not at its trained size"),
     Append("build-engine", "--target", ("sm89",),
            "no GPU here: TensorRT-RTX builds the engine ahead of time for sm89 (RTX 4090) on the CPU"),
     Append("benchmark", "--iters", ("3",), "timing figures are not checked, the command is"),

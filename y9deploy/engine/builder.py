@@ -19,7 +19,8 @@ from y9core.atomic_write import atomic_write, ensure_writable
 from y9core.errors import ModelFileError, Y9Error
 from y9deploy.engine.flavour import Flavour, load_flavour, normalize_cc
 from y9deploy.engine.manifest import EngineManifest, file_sha256, write_manifest
-from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, inspect_onnx
+from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, detector_facts, inspect_onnx
+from y9deploy.engine.trtexec import trtexec_command
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ class BuildResult:
     manifest: EngineManifest
     seconds: float
     notes: list[str] = field(default_factory=list)
+    trtexec: str = ""  # the equivalent trtexec command (same profile, precision, workspace)
 
 
 def parse_batch(value: Any) -> tuple[int, int, int]:
@@ -183,11 +185,12 @@ def build_engine_report(
     if not workspace_gb > 0:
         raise ValueError(f"workspace {workspace_gb} GB is not positive; expected e.g. 4")
     target = normalize_cc(target)
-    info = inspect_onnx(onnx_path)
-    profile = resolve_profile(batch, info)
+    info = inspect_onnx(onnx_path, check_detector=False)
     fl = load_flavour(flavour, prefer_aot=target is not None)
     if info.end2end and not fl.builds_nms:
         raise ModelFileError(fl.refuse_nms_reason(onnx_path))
+    info.facts = detector_facts(info)  # a y9 detector, its facts agreeing with its graph
+    profile = resolve_profile(batch, info)
     local_cc = current_compute_capability()
     cc = fl.check_target(target, local_cc)
     engine_path = Path(engine_path) if engine_path is not None else onnx_path.with_suffix(".engine")
@@ -265,6 +268,7 @@ def build_engine_report(
         imgsz=[h, w],
         end2end=info.end2end,
         onnx_metadata=dict(info.metadata),
+        facts=info.facts.replace(precision="fp16" if (fp16 or info.half) else "fp32").to_dict(),
         y9_version=__version__,
         built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         build_seconds=round(seconds, 3),
@@ -272,7 +276,9 @@ def build_engine_report(
         notes=list(notes),
     )
     man_path = write_manifest(engine_path, manifest)
-    return BuildResult(engine_path, man_path, manifest, seconds, notes)
+    twin = trtexec_command(onnx_path, engine_path, profile=None if info.batch is not None else shapes, fp16=fp16,
+                           onnx_is_fp16=info.half, workspace_gb=workspace_gb)  # fmt: skip
+    return BuildResult(engine_path, man_path, manifest, seconds, notes, twin)
 
 
 def build_engine(

@@ -3,8 +3,9 @@
 A TensorRT engine runs only with the exact TensorRT flavour and version that built it, on GPUs of the
 compute capability it was built for. The manifest records those facts, plus the engine's own size and
 sha256 (a truncated or corrupt copy is caught before TensorRT sees it), the ONNX it came from, I/O tensors,
-profile, precision and the ONNX metadata (class names, input size, letterbox), so that a loader needs
-nothing but the engine and its manifest.
+profile, precision, the ONNX metadata and the model facts (``facts``: class names, trained size, letterbox ...),
+so that a loader needs nothing but the engine and its manifest. Every entry is checked by type and range when it
+is read (``y9deploy.engine.manifest_schema``).
 
 Imports neither torch nor TensorRT (:func:`check_engine_for_host` imports the flavour lazily).
 """
@@ -19,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from y9core.errors import EngineMismatchError, ModelFileError
+from y9core.model_facts import ModelFacts
+from y9deploy.engine.manifest_schema import check_entries
 
 MANIFEST_FORMAT = "y9-engine-manifest/1"
+MAX_MANIFEST_BYTES = 1 << 24  # a manifest is a few kB (class names included); anything far larger is not one
 
 GPU_FAMILIES = {
     "sm75": "Turing, e.g. RTX 20xx / T4",
@@ -81,6 +85,7 @@ class EngineManifest:
     build_seconds: float
     workspace_gb: float
     notes: list[str] = field(default_factory=list)
+    facts: dict[str, Any] | None = None  # ModelFacts.to_dict() (None: a manifest of an older y9)
     format: str = MANIFEST_FORMAT
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,9 +101,31 @@ class EngineManifest:
 
     @property
     def names(self) -> list[str]:
-        """Class names from the ONNX metadata (empty when the ONNX had none)."""
+        """Class names from the model facts (empty when the ONNX had none)."""
         raw = self.onnx_metadata.get("names")
-        return list(json.loads(raw)) if raw else []
+        if self.facts is None and raw:
+            return [str(n) for n in json.loads(raw)]
+        return list(self.facts["names"]) if self.facts else []
+
+    def model_facts(self, where: str | os.PathLike) -> ModelFacts:
+        """The model facts this manifest records (an older manifest: read from its ``onnx_metadata``), checked
+        against its own outputs' class count; one ``ModelFileError`` sentence naming ``where`` if malformed."""
+        from y9deploy.facts_metadata import facts_from_props
+
+        where = str(where)
+        first = self.outputs[0]["shape"] if self.outputs else []
+        nc = int(first[1]) - 4 if not self.end2end and len(first) == 3 and first[1] > 4 else None
+        if self.facts is not None:
+            facts = ModelFacts.from_dict(self.facts, where)
+            facts.check_classes(nc, where)
+        else:
+            facts = facts_from_props(self.onnx_metadata, where=where, input_hw=tuple(self.imgsz), nc=nc)
+        if facts.end2end != self.end2end or facts.precision != self.precision:
+            raise ModelFileError(
+                f"{where}: its model facts say end2end {facts.end2end}, {facts.precision} but the manifest says "
+                f"end2end {self.end2end}, {self.precision}; expected the same (a damaged or hand-edited manifest)."
+            )
+        return facts
 
 
 def write_manifest(engine_path: str | os.PathLike, manifest: EngineManifest) -> Path:
@@ -116,12 +143,17 @@ def read_manifest(engine_path: str | os.PathLike) -> EngineManifest:
             f"{engine_path} has no manifest {path.name} beside it; rebuild the engine with `y9 build-engine`, "
             "which records the GPU and TensorRT version it was built for"
         )
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ModelFileError(
+            f"{path} is {path.stat().st_size:,} bytes; expected an engine manifest of at most "
+            f"{MAX_MANIFEST_BYTES:,} bytes (rebuild the engine with `y9 build-engine`)"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(
             f"{path} is not valid JSON ({exc}); rebuild the engine with `y9 build-engine`"
-        ) from exc
+        ) from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ModelFileError(f"{path} has format {found!r}, expected {MANIFEST_FORMAT!r}; rebuild the engine")
@@ -130,6 +162,7 @@ def read_manifest(engine_path: str | os.PathLike) -> EngineManifest:
     missing = sorted(required - data.keys())
     if missing:
         raise ModelFileError(f"{path} lacks {', '.join(missing)}; rebuild the engine with `y9 build-engine`")
+    check_entries(data, path)
     return EngineManifest(**{k: v for k, v in data.items() if k in known})
 
 

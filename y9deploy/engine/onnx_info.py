@@ -10,6 +10,7 @@ from typing import Any
 from y9core.errors import BackendUnavailableError, ModelFileError
 
 INPUT_NAME = "images"
+END2END_OUTPUTS = ("num_dets", "boxes", "scores", "classes")
 STRIDE = 32
 
 
@@ -25,6 +26,7 @@ class OnnxInfo:
     input_names: list[str]
     metadata: dict[str, str] = field(default_factory=dict)
     model: Any = field(default=None, repr=False)  # onnx.ModelProto
+    facts: Any = None  # y9core.model_facts.ModelFacts, checked against the graph
 
 
 def _onnx() -> Any:
@@ -47,9 +49,12 @@ def _dims(value_info: Any) -> list[int | str]:
     return dims
 
 
-def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
+def inspect_onnx(path: str | os.PathLike, *, check_detector: bool = True) -> OnnxInfo:
     """Load ``path`` and check it is a y9-style detector: an ``images`` input [B, 3, H, W] with fixed H, W
-    that are multiples of 32. Raises FileNotFoundError or ModelFileError with one sentence."""
+    that are multiples of 32, a raw head output [B, 4 + nc, anchors of H x W at its strides] or the end-to-end
+    outputs, and model facts (metadata) that agree with the graph (one name per class): ``facts``
+    (``check_detector=False`` leaves those checks, and ``facts``, to a later :func:`detector_facts`). Raises
+    FileNotFoundError or ModelFileError with one sentence."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
@@ -95,4 +100,42 @@ def inspect_onnx(path: str | os.PathLike) -> OnnxInfo:
     end2end = any(node.op_type == "NonMaxSuppression" for node in graph.node)
     metadata = {p.key: p.value for p in model.metadata_props}
     batch = dims[0] if isinstance(dims[0], int) else None
-    return OnnxInfo(path, batch, (h, w), half, end2end, names, metadata, model)
+    info = OnnxInfo(path, batch, (h, w), half, end2end, names, metadata, model)
+    if check_detector:
+        info.facts = detector_facts(info)
+    return info
+
+
+def detector_facts(info: OnnxInfo) -> Any:
+    """The model facts of a y9-style detector, checked against its graph; one sentence saying what was expected
+    when it is not one."""
+    from onnx import helper
+
+    from y9deploy.facts_metadata import facts_from_props, metadata_strides
+    from y9deploy.runtime.io_checks import check_end2end_outputs, check_raw_output
+
+    path, model, hw, end2end, metadata = info.path, info.model, info.imgsz, info.end2end, info.metadata
+    outputs = {o.name: (_dims(o), o.type.tensor_type.elem_type) for o in model.graph.output}
+    shown = ", ".join(f"{n} {d}" for n, (d, _) in outputs.items())
+    expected = (
+        "expected one output [B, 4 + classes, anchors] (a YOLOv9/GELAN head as `y9 export` writes it) or the "
+        "end-to-end outputs num_dets, boxes, scores, classes"
+    )
+    where = str(path)
+    try:
+        if end2end or set(END2END_OUTPUTS) <= set(outputs):
+            check_end2end_outputs(where, {n: d for n, (d, _) in outputs.items() if n in END2END_OUTPUTS})
+            classes = next((i for i in model.graph.initializer if i.name == "e2e_classes"), None)
+            nc = int(classes.dims[1]) if classes is not None and len(classes.dims) == 3 else None
+        else:
+            if len(outputs) != 1:
+                raise ModelFileError(f"{path} has {len(outputs)} outputs ({shown})")
+            (name, (dims, elem)), = outputs.items()
+            dtype = helper.tensor_dtype_to_np_dtype(elem)
+            nc = check_raw_output(where, name, dims, dtype, hw=hw, strides=metadata_strides(metadata, where))
+    except (ModelFileError, KeyError) as exc:
+        reason = str(exc).rstrip(".") if isinstance(exc, ModelFileError) else f"{path} lacks output {exc}"
+        raise ModelFileError(f"{reason}; so {path.name} is not a y9 detector: {expected}.") from None
+    return facts_from_props(metadata, where=where, input_hw=hw, nc=nc).replace(
+        precision="fp16" if info.half else "fp32", end2end=end2end
+    )

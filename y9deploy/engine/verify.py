@@ -225,4 +225,5 @@ def build_engine_verified(
         os.replace(built.manifest_path, manifest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return replace(built, engine_path=final, manifest_path=manifest), check
+    twin = built.trtexec.replace(str(built.engine_path), str(final))
+    return replace(built, engine_path=final, manifest_path=manifest, trtexec=twin), check

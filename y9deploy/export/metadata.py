@@ -1,9 +1,7 @@
-"""ONNX ``metadata_props`` written by ``y9 export`` and read back by every loader.
-
-All values are strings (JSON for structured values): ``names`` (JSON list), ``stride`` (JSON list),
-``imgsz`` (JSON [h, w]), ``letterbox`` (JSON {"auto", "scaleup", "color", "stride"}), ``model``,
-``source_sha256``, ``y9_version``, ``end2end``/``dynamic_batch``/``half`` ("0"/"1"); end2end exports also
-``nms_defaults`` (JSON {"score_threshold", "iou_threshold", "max_output_boxes"}).
+"""ONNX ``metadata_props`` written by ``y9 export`` and read back by every loader: the model facts
+(``y9core.model_facts.ModelFacts``) as strings, in the form ``y9deploy.facts_metadata`` defines, plus the export's
+own entries (``dynamic_batch``; ``nms_defaults`` of an end2end export: JSON {"score_threshold", "iou_threshold",
+"max_output_boxes"}).
 
 :func:`parse_metadata` needs neither onnx nor torch (a runtime can feed it onnxruntime's
 ``custom_metadata_map`` or an engine manifest's ``onnx_metadata``).
@@ -11,65 +9,77 @@ All values are strings (JSON for structured values): ``names`` (JSON list), ``st
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from y9core.errors import ModelFileError
+from y9core.model_facts import ModelFacts
+from y9deploy.facts_metadata import (
+    REQUIRED,
+    facts_from_props,
+    facts_to_props,
+    input_size,
+    nms_defaults,
+    props_flag,
+)
 
 LETTERBOX = {"auto": False, "scaleup": True, "color": 114, "stride": 32}
-REQUIRED_KEYS = ("names", "stride", "imgsz", "letterbox", "model")
+REQUIRED_KEYS = REQUIRED
 
 
-@dataclass
+@dataclass(frozen=True)
 class OnnxMetadata:
-    """Parsed metadata of a y9 ONNX export."""
+    """Parsed metadata of a y9 ONNX export: the model facts, the file's input size and its export entries."""
 
-    names: list[str]
-    stride: list[float]
-    imgsz: tuple[int, int]
-    letterbox: dict[str, Any]
-    model: str
-    source_sha256: str = ""
-    y9_version: str = ""
-    end2end: bool = False
+    facts: ModelFacts
+    imgsz: tuple[int, int]  # the input (h, w) of this file; ``facts.imgsz`` is the trained size
     dynamic_batch: bool = False
-    half: bool = False
     nms_defaults: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.facts.names)
+
+    @property
+    def stride(self) -> list[float]:
+        return [float(s) for s in self.facts.strides]
+
+    @property
+    def letterbox(self) -> dict[str, Any]:
+        return self.facts.letterbox.to_dict()
+
+    @property
+    def model(self) -> str:
+        return self.facts.model
+
+    @property
+    def source_sha256(self) -> str:
+        return self.facts.source_sha256
+
+    @property
+    def y9_version(self) -> str:
+        return self.facts.y9_version
+
+    @property
+    def end2end(self) -> bool:
+        return self.facts.end2end
+
+    @property
+    def half(self) -> bool:
+        return self.facts.half
 
 
 def build_metadata(
+    facts: ModelFacts,
     *,
-    names: Sequence[str],
-    stride: Sequence[float],
     imgsz: tuple[int, int],
-    model: str,
-    source_sha256: str,
-    end2end: bool,
     dynamic_batch: bool,
-    half: bool,
     nms_defaults: Mapping[str, float] | None = None,
 ) -> dict[str, str]:
-    """The ``metadata_props`` of an export, all strings."""
-    from y9deploy import __version__
-
-    props = {
-        "names": json.dumps(list(names)),
-        "stride": json.dumps([float(s) for s in stride]),
-        "imgsz": json.dumps([int(imgsz[0]), int(imgsz[1])]),
-        "letterbox": json.dumps(LETTERBOX),
-        "model": str(model),
-        "source_sha256": source_sha256,
-        "y9_version": __version__,
-        "end2end": "1" if end2end else "0",
-        "dynamic_batch": "1" if dynamic_batch else "0",
-        "half": "1" if half else "0",
-    }
-    if nms_defaults:
-        props["nms_defaults"] = json.dumps(dict(nms_defaults))
-    return props
+    """The ``metadata_props`` of an export of a model with ``facts`` at input size ``imgsz``, all strings."""
+    return facts_to_props(facts, input_hw=imgsz, dynamic_batch=dynamic_batch, nms_defaults=nms_defaults)
 
 
 def set_metadata(model: Any, props: Mapping[str, str]) -> None:
@@ -82,37 +92,19 @@ def set_metadata(model: Any, props: Mapping[str, str]) -> None:
 
 def parse_metadata(props: Mapping[str, str], source: str = "the model") -> OnnxMetadata:
     """Strings -> :class:`OnnxMetadata`; ModelFileError naming ``source``, the entry and its value when a key
-    is missing or malformed (the same checks as the runtime's ``y9deploy.runtime.backend.parse_metadata``)."""
-    from y9deploy.runtime.backend import parse_metadata as parse_checked
-
+    is missing or malformed (the same checks as the runtime's)."""
     missing = [k for k in REQUIRED_KEYS if k not in props]
     if missing:
         raise ModelFileError(
             f"{source} lacks the y9 metadata {', '.join(missing)}; export it with `y9 export` (which records "
             "class names, stride, input size and letterbox settings)."
         )
-    info = parse_checked(dict(props), where=str(source))
-    raw_nms = props.get("nms_defaults", "{}")
-    try:
-        nms = json.loads(raw_nms)
-        nms_defaults = {str(k): float(v) for k, v in nms.items()}
-    except (ValueError, TypeError, AttributeError):
-        raise ModelFileError(
-            f"{source}: metadata entry 'nms_defaults' = {raw_nms!r} is malformed; expected a JSON object of "
-            "numbers (score_threshold, iou_threshold, max_output_boxes)."
-        ) from None
+    facts = facts_from_props(dict(props), where=str(source))
     return OnnxMetadata(
-        names=info.names,
-        stride=[float(s) for s in info.stride],
-        imgsz=info.imgsz,
-        letterbox=info.letterbox,
-        model=props["model"],
-        source_sha256=props.get("source_sha256", ""),
-        y9_version=props.get("y9_version", ""),
-        end2end=info.end2end,
-        dynamic_batch=info.dynamic_batch,
-        half=info.half,
-        nms_defaults=nms_defaults,
+        facts=facts,
+        imgsz=input_size(props, str(source)),
+        dynamic_batch=props_flag(props, "dynamic_batch", str(source)),
+        nms_defaults=nms_defaults(props, str(source)),
     )
 
 

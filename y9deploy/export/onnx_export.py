@@ -13,64 +13,19 @@ import io
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from y9core.errors import Y9Error
-from y9deploy.export.parity import ParityResult
+from y9core.model_facts import FactsWarning, size_notice
+from y9deploy.export.imgsz import parse_imgsz
+from y9deploy.export.parity import ParityResult, parity_batch
+from y9deploy.export.result import RTOL_FP16, RTOL_FP32, ExportResult
 
-STRIDE = 32
-RTOL_FP32 = 1e-3
-RTOL_FP16 = 2e-2
+__all__ = ["ExportResult", "export_onnx", "export_onnx_report", "parse_imgsz"]
 
-
-@dataclass
-class ExportResult:
-    """What :func:`export_onnx_report` did. ``parity`` holds one check per precision tried."""
-
-    path: Path
-    model: str
-    imgsz: tuple[int, int]
-    batch: int
-    dynamic_batch: bool
-    half: bool
-    end2end: bool
-    opset: int
-    nodes_raw: int
-    nodes_simplified: int
-    simplified: bool
-    parity: list[ParityResult]
-    metadata: dict[str, str]
-    seconds: dict[str, float] = field(default_factory=dict)  # per step: export, simplify, parity, ...
-    notes: list[str] = field(default_factory=list)
-
-
-def parse_imgsz(value: Any) -> tuple[int, int]:
-    """``640``, ``"640"``, ``(384, 640)``, ``"384,640"`` or ``"384x640"`` -> ``(h, w)``; ValueError unless both
-    are positive multiples of 32."""
-    if isinstance(value, str):
-        parts = value.replace("x", ",").split(",")
-        try:
-            nums = [int(p) for p in parts]
-        except ValueError:
-            raise ValueError(
-                f"imgsz {value!r} is not understood; expected e.g. 640 or 384,640 (H,W)"
-            ) from None
-    elif isinstance(value, (int, np.integer)):
-        nums = [int(value)]
-    else:
-        nums = [int(v) for v in value]
-    if len(nums) == 1:
-        nums = nums * 2
-    if len(nums) != 2:
-        raise ValueError(f"imgsz {value!r} is not understood; expected e.g. 640 or 384,640 (H,W)")
-    h, w = nums
-    if h <= 0 or w <= 0 or h % STRIDE or w % STRIDE:
-        raise ValueError(f"imgsz {h}x{w} (HxW) is not a multiple of {STRIDE}; use e.g. 640 or 384,640")
-    return h, w
 
 
 def _wrap(model: Any) -> Any:
@@ -113,22 +68,6 @@ def _torch_to_onnx(model: Any, batch: int, imgsz: tuple[int, int], opset: int, d
     return onnx.load_from_string(buffer.getvalue())
 
 
-def _check_input(check_input: Any, batch: int, hw: tuple[int, int], dynamic_batch: bool) -> np.ndarray:
-    """The parity input: ``check_input`` (an array, or image files/folders) validated, or uniform noise."""
-    from y9deploy.export.parity import image_input, parity_input
-
-    if check_input is None:
-        return parity_input(batch, hw)
-    if isinstance(check_input, (str, os.PathLike, list, tuple)):
-        sources = [check_input] if isinstance(check_input, (str, os.PathLike)) else list(check_input)
-        return image_input(sources, hw, batch)
-    x = np.ascontiguousarray(check_input, dtype=np.float32)
-    if x.ndim != 4 or x.shape[1:] != (3, *hw) or (not dynamic_batch and x.shape[0] != batch):
-        want = f"[{'N' if dynamic_batch else batch}, 3, {hw[0]}, {hw[1]}]"
-        raise ValueError(f"check_input has shape {list(x.shape)}, expected {want}")
-    return x
-
-
 def _set_output_shape(model: Any, channels: int, anchors: int) -> None:
     """State ``output0``'s [B, 4 + nc, A] (a dynamic-batch trace leaves the channel count symbolic)."""
     out = next(o for o in model.graph.output if o.name == "output0")
@@ -167,7 +106,7 @@ def export_onnx_report(
     source: Any,
     path: str | os.PathLike,
     *,
-    imgsz: Any = 640,
+    imgsz: Any = None,
     batch: int = 1,
     dynamic_batch: bool = False,
     half: bool = False,
@@ -180,7 +119,8 @@ def export_onnx_report(
     check: bool = True,
     check_input: Any = None,
 ) -> ExportResult:
-    """Export and report; see :func:`export_onnx`. ``conf``/``iou``/``max_det``: the end2end defaults baked
+    """Export and report; see :func:`export_onnx`. A ``.onnx`` source with ``half=True`` is converted to FP16
+    (``y9deploy.export.onnx_half``). ``conf``/``iou``/``max_det``: the end2end defaults baked
     into the graph (run-time inputs can override them). ``check=False`` skips the parity check;
     ``check_input`` (float32 [N, 3, H, W] in 0..1, or image files/folders, letterboxed here) replaces its
     default input, uniform noise. Untrained networks with random weights can be chaotic in float32 (tiny rounding
@@ -191,7 +131,7 @@ def export_onnx_report(
     from y9deploy.export.metadata import build_metadata, set_metadata
     from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx
-    from y9deploy.export.source import deployable, load_source
+    from y9deploy.export.source import deployable, load_source, source_facts, write_sidecar
     from y9deploy.runtime.onnx_digest import seal
 
     path = Path(path)
@@ -199,7 +139,13 @@ def export_onnx_report(
         raise ValueError(
             f"the output {path} is the checkpoint being exported; choose another output path (an .onnx file)"
         )
-    hw = parse_imgsz(imgsz)
+    if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".onnx":
+        from y9deploy.export.onnx_half import onnx_to_fp16
+
+        changed = {k: v for k, v in (("imgsz", imgsz), ("batch", batch if batch != 1 else None),
+                                     ("dynamic_batch", dynamic_batch or None), ("end2end", end2end or None))
+                   if v is not None}  # fmt: skip
+        return onnx_to_fp16(source, path, half=half, check=check, check_input=check_input, changed=changed)
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"batch {batch!r} is not a positive integer")
     if end2end and opset < 13:
@@ -209,14 +155,19 @@ def export_onnx_report(
     times: dict[str, float] = {}
     notes: list[str] = []
 
-    check_batch = int(batch) + 1 if dynamic_batch else int(batch)
-    x = _check_input(check_input, check_batch, hw, dynamic_batch)
-    check_batch = x.shape[0]
-
+    given_hw = parse_imgsz(imgsz) if imgsz is not None else None
     t = time.perf_counter()
     original, source_sha, label = load_source(source)
+    model = deployable(original)  # a y9 model (else one sentence), re-parameterized and fused
+    facts = source_facts(original, source_sha, label)
+    hw = given_hw or parse_imgsz(facts.imgsz)
+    notice = size_notice(facts, hw, f"the ONNX export of {label}")
+    if notice is not None:
+        warnings.warn(notice, FactsWarning, stacklevel=2)
+    check_batch = int(batch) + 1 if dynamic_batch else int(batch)
+    x = parity_batch(check_input, check_batch, hw, dynamic_batch)
+    check_batch = x.shape[0]
     ensure_writable(path)  # a read-only or misnamed output fails now, not after the export
-    model = deployable(original)
     times["load"] = time.perf_counter() - t
     anchors = sum((hw[0] // int(s)) * (hw[1] // int(s)) for s in model.stride.tolist())
 
@@ -272,21 +223,16 @@ def export_onnx_report(
         nms_defaults = {"score_threshold": conf, "iou_threshold": iou, "max_output_boxes": max_det}
         times["end2end"] = time.perf_counter() - t
 
-    props = build_metadata(
-        names=model.names,
-        stride=[float(s) for s in model.stride.tolist()],
-        imgsz=hw,
-        model=model.name,
-        source_sha256=source_sha,
-        end2end=end2end,
-        dynamic_batch=dynamic_batch,
-        half=half,
-        nms_defaults=nms_defaults,
-    )
+    from y9deploy import __version__
+
+    out_facts = facts.replace(model=model.name, precision="fp16" if half else "fp32", end2end=end2end,
+                              y9_version=__version__)  # fmt: skip
+    props = build_metadata(out_facts, imgsz=hw, dynamic_batch=dynamic_batch, nms_defaults=nms_defaults)
     set_metadata(graph, props)
     graph.producer_name, graph.producer_version = "y9", props["y9_version"]
     onnx.checker.check_model(graph)
     atomic_write(path, seal(graph.SerializeToString()))  # sha256 sealed in: a damaged copy is refused
+    write_sidecar(path, out_facts)
     return ExportResult(
         path=path,
         model=model.name,
@@ -310,7 +256,7 @@ def export_onnx(
     source: Any,
     path: str | os.PathLike,
     *,
-    imgsz: Any = 640,
+    imgsz: Any = None,
     batch: int = 1,
     dynamic_batch: bool = False,
     half: bool = False,
@@ -320,7 +266,9 @@ def export_onnx(
 ) -> Path:
     """Export ``source`` (a y9 model or a checkpoint path, y9 or official format) to ONNX at ``path``.
 
-    ``imgsz``: 640 or (h, w), multiples of 32 (the input size is fixed). ``batch``: the static batch (the
+    ``imgsz``: None (the size the model was trained at: its facts), 640 or (h, w), multiples of 32 (the input
+    size is fixed; another size than the trained one is said once, as a ``FactsWarning``). Beside the ONNX,
+    ``<stem>.facts.json`` holds its model facts. ``batch``: the static batch (the
     traced batch with ``dynamic_batch``, which makes only the batch dimension symbolic). ``half``: FP16
     weights and I/O. ``simplify``: onnxsim (node counts in :func:`export_onnx_report`). ``end2end``: NMS in
     the graph (``NonMaxSuppression``; thresholds as optional inputs). The export fails if onnxruntime's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,3 +117,17 @@ def torch_reference(model: Any, x: np.ndarray) -> np.ndarray:
     if isinstance(y, (tuple, list)):
         y = y[0]
     return y.float().numpy()
+
+
+def parity_batch(check_input: Any, batch: int, hw: tuple[int, int], dynamic_batch: bool) -> np.ndarray:
+    """The parity check's input: ``check_input`` (an array, or image files/folders) validated, or uniform noise."""
+    if check_input is None:
+        return parity_input(batch, hw)
+    if isinstance(check_input, (str, os.PathLike, list, tuple)):
+        sources = [check_input] if isinstance(check_input, (str, os.PathLike)) else list(check_input)
+        return image_input(sources, hw, batch)
+    x = np.ascontiguousarray(check_input, dtype=np.float32)
+    if x.ndim != 4 or x.shape[1:] != (3, *hw) or (not dynamic_batch and x.shape[0] != batch):
+        want = f"[{'N' if dynamic_batch else batch}, 3, {hw[0]}, {hw[1]}]"
+        raise ValueError(f"check_input has shape {list(x.shape)}, expected {want}")
+    return x

@@ -34,8 +34,9 @@ class LetterboxSpec:
 
     @classmethod
     def of(cls, imgsz: Any, letterbox: Mapping[str, Any] | None) -> LetterboxSpec:
-        """From a model's input size and its ``ModelInfo.letterbox`` settings (missing keys: defaults)."""
-        lb = dict(letterbox or {})
+        """From a model's input size and its letterbox rule (``ModelFacts.letterbox``, or a dict of its settings:
+        missing keys take the defaults)."""
+        lb = letterbox.to_dict() if hasattr(letterbox, "to_dict") else dict(letterbox or {})
         return cls(
             as_hw(tuple(imgsz) if not isinstance(imgsz, int) else imgsz),
             bool(lb.get("scaleup", True)),

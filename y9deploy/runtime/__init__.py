@@ -6,7 +6,8 @@ Importing this package needs numpy and OpenCV only: torch, onnxruntime, TensorRT
 imported by the backend or pipeline that needs them, when it is created.
 """
 
-from y9deploy.runtime.backend import Backend, ModelInfo
+from y9core.model_facts import ModelFacts
+from y9deploy.runtime.backend import Backend
 from y9deploy.runtime.detector import Detector
 from y9deploy.runtime.loading import backend_kind, open_backend
 from y9deploy.runtime.pipeline import Pipeline
@@ -14,7 +15,7 @@ from y9deploy.runtime.pipeline import Pipeline
 __all__ = [
     "Backend",
     "Detector",
-    "ModelInfo",
+    "ModelFacts",
     "Pipeline",
     "backend_kind",
     "open_backend",

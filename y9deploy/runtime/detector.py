@@ -27,6 +27,7 @@ GPU works on the current one) and yields one ``list[Detections]`` per batch. Bot
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import Y9Error
+from y9core.model_facts import FactsWarning, ModelFacts, size_notice
 from y9core.post.choice import probe
 from y9deploy.runtime.backend import batch_chunks
 from y9deploy.runtime.busy import BusyGuard
@@ -56,7 +58,8 @@ class Detector:
         max_det: most detections per image.
         classes: keep only these class ids (None: all).
         agnostic: class-agnostic NMS.
-        imgsz: network input for ``.pt`` files (default: the size the checkpoint records, else 640); ONNX models and engines fix their own.
+        imgsz: network input for ``.pt`` files (default: the size the model was trained at, its facts); ONNX models
+            and engines fix their own.
         half: FP16 for ``.pt`` on CUDA (default True there).
         cuda_graph: replay the network as a CUDA graph (torch and TensorRT on CUDA; default True).
         preprocess: on a CUDA backend with torch installed: "auto"/"hybrid" (letterbox by OpenCV threads, the
@@ -67,6 +70,12 @@ class Detector:
             (the raw output downloaded, decode + NMS on the host). ``y9core.post.choice.choose_post`` picks the
             implementation from these options, the device, the model and what imports here.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
+        facts: for a TensorRT engine built without ``y9 build-engine`` (no manifest): the ONNX it was built from or
+            its ``.facts.json`` sidecar (default: found beside the engine).
+
+    ``info`` holds the model's facts (``y9core.model_facts.ModelFacts``); a model run at another input size than it
+    was trained at (an explicit ``imgsz``, or an ONNX / engine exported at another size) says so once, as a
+    ``FactsWarning``.
     """
 
     def __init__(
@@ -85,6 +94,7 @@ class Detector:
         preprocess: str = "auto",
         postprocess: str = "auto",
         compile: bool = False,
+        facts: str | Path | None = None,
     ) -> None:
         if preprocess not in ("auto", "hybrid", "gpu", "cpu"):
             raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'hybrid', 'gpu' or 'cpu'.")
@@ -112,6 +122,7 @@ class Detector:
             cuda_graph=cuda_graph,
             stream=None if stream is None else int(stream.cuda_stream),
             compile=compile,
+            facts=facts,
         )
         self._closed = False
         try:
@@ -131,9 +142,12 @@ class Detector:
         postprocess: str,
         stream: Any,
     ) -> None:
-        self.info = self.backend.info
+        self.info: ModelFacts = self.backend.info
         self.names: list[str] = list(self.info.names)
         self.imgsz: tuple[int, int] = tuple(self.backend.input_hw)  # type: ignore[assignment]
+        notice = size_notice(self.info, self.imgsz, self.path.name)
+        if notice is not None:
+            warnings.warn(notice, FactsWarning, stacklevel=3)
         self.end2end: bool = bool(self.backend.end2end)
         self.defaults: PredictOptions = resolve_options(
             None,

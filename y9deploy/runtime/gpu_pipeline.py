@@ -35,7 +35,7 @@ class GpuPipeline:
 
     Args:
         backend: a backend whose ``infer`` takes torch tensors (CUDA ones on a CUDA device).
-        info: the model's ModelInfo (letterbox settings, names).
+        info: the model's facts (ModelFacts: letterbox rule, names).
         stream: the torch CUDA stream to run on (created when None).
         pre: "hybrid" (default), "gpu" or "cpu" (``pre.impl.PreImpl``).
         post: the Detector's ``postprocess`` option: "auto", "gpu" or "cpu" (``y9core.post.choice``).

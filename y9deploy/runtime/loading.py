@@ -38,6 +38,7 @@ def open_backend(
     stream: int | None = None,
     threads: int | None = None,
     compile: bool = False,
+    facts: str | Path | None = None,
 ) -> Backend:
     """Open ``path`` with the backend its suffix names.
 
@@ -50,12 +51,16 @@ def open_backend(
         stream: a CUDA stream handle for ONNX Runtime to run on.
         threads: CPU threads for ONNX Runtime.
         compile: ``torch.compile`` a ``.pt`` model (CUDA only; other suffixes: ValueError).
+        facts: for an engine without a y9 manifest (trtexec ...), the ONNX it was built from or its
+            ``.facts.json`` sidecar (default: found beside the engine); other suffixes: ValueError.
     Raises:
         FileNotFoundError, ModelFileError, EngineMismatchError, BackendUnavailableError, ValueError.
     """
     path = expect_file(path, "model file", "a .engine, .onnx or .pt file")
     kind = backend_kind(path)
     backend: Any
+    if facts is not None and kind != "tensorrt":
+        raise ValueError(f"facts= applies to TensorRT engines without a y9 manifest; {path.name} is not one.")
     if compile and kind != "torch":
         raise ValueError(f"compile=True applies to .pt checkpoints (torch.compile); {path.name} is not one.")
     if kind == "torch":
@@ -76,7 +81,7 @@ def open_backend(
     else:
         from y9deploy.runtime.tensorrt_backend import TensorRTBackend
 
-        backend = TensorRTBackend(path, device, cuda_graph=cuda_graph)
+        backend = TensorRTBackend(path, device, cuda_graph=cuda_graph, facts=facts)
     if kind != "torch" and imgsz is not None:
         want = (imgsz, imgsz) if isinstance(imgsz, int) else tuple(int(v) for v in imgsz)
         if want != tuple(backend.input_hw):

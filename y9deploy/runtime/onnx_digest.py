@@ -22,7 +22,8 @@ DIGEST_KEY = "y9_digest"
 _METADATA_FIELD = 14  # ModelProto.metadata_props (StringStringEntryProto: key = 1, value = 2)
 
 
-def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+def wire_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A protobuf varint at ``pos``: (value, position after it)."""
     value, shift = 0, 0
     while True:
         if pos >= len(data) or shift > 63:
@@ -35,24 +36,25 @@ def _varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data: bytes | memoryview) -> list[tuple[int, int, int, int, int]]:
-    """Top-level protobuf fields: (number, start, end, payload start, payload end) of each."""
+def wire_fields(data: bytes | memoryview) -> list[tuple[int, int, int, int, int]]:
+    """The protobuf fields of one message (not nested ones): (number, start, end, payload start, payload end) of
+    each; a varint field's payload is empty (read it with ``wire_varint`` after its tag at ``start``)."""
     out = []
     pos = 0
     while pos < len(data):
         start = pos
-        tag, pos = _varint(data, pos)
+        tag, pos = wire_varint(data, pos)
         number, wire = tag >> 3, tag & 7
         if number == 0:
             raise ValueError(f"field number 0 at byte {start}")
         if wire == 0:
-            _, pos = _varint(data, pos)
+            _, pos = wire_varint(data, pos)
             payload = (pos, pos)
         elif wire == 1:
             pos += 8
             payload = (pos - 8, pos)
         elif wire == 2:
-            length, pos = _varint(data, pos)
+            length, pos = wire_varint(data, pos)
             pos += length
             payload = (pos - length, pos)
         elif wire == 5:
@@ -68,7 +70,7 @@ def _fields(data: bytes | memoryview) -> list[tuple[int, int, int, int, int]]:
 
 def _entry(data: bytes | memoryview) -> tuple[str, str]:
     key = value = ""
-    for number, _, _, lo, hi in _fields(data):
+    for number, _, _, lo, hi in wire_fields(data):
         text = bytes(data[lo:hi]).decode("utf-8")
         if number == 1:
             key = text
@@ -83,7 +85,7 @@ def _split(data: bytes) -> tuple[bytes, str | None]:
     kept: list[memoryview] = []
     recorded = None
     last = 0
-    for number, start, end, lo, hi in _fields(view):
+    for number, start, end, lo, hi in wire_fields(view):
         if number == _METADATA_FIELD:
             key, value = _entry(view[lo:hi])
             if key == DIGEST_KEY:
@@ -109,6 +111,21 @@ def _encode_varint(value: int) -> bytes:
         out.append(low | (0x80 if value else 0))
         if not value:
             return bytes(out)
+
+
+def metadata_props(path: str | os.PathLike) -> dict[str, str]:
+    """The ``metadata_props`` of the ONNX file ``path`` (its digest entry left out), read at the wire level: no
+    ``onnx`` package, no session. ModelFileError when the file is not a protobuf ModelProto."""
+    path = Path(path)
+    view = memoryview(path.read_bytes())
+    try:
+        entries = [_entry(view[lo:hi]) for number, _, _, lo, hi in wire_fields(view) if number == _METADATA_FIELD]
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelFileError(
+            f"{path} is damaged or not an ONNX model: its protobuf structure is broken ({exc}); copy it again or "
+            "re-export it with `y9 export`."
+        ) from None
+    return {k: v for k, v in entries if k != DIGEST_KEY}
 
 
 def seal(model_bytes: bytes) -> bytes:

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
+from y9core.model_facts import ModelFacts
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,
-    ModelInfo,
+    describe_model,
     is_torch_tensor,
     metadata_strides,
     parse_device,
@@ -29,6 +30,7 @@ from y9deploy.runtime.io_checks import (
     check_raw_output,
     probe_batch,
 )
+from y9deploy.runtime.onnx_classes import end2end_classes
 from y9deploy.runtime.onnx_digest import verify as verify_digest
 from y9deploy.runtime.options import PredictOptions
 
@@ -173,13 +175,18 @@ class OnnxRuntimeBackend:
             nc = _raw_classes(head, where, (int(h), int(w)), props)
         else:
             check_end2end_outputs(where, {o.name: o.shape for o in outputs})
-        self.info: ModelInfo = parse_metadata(props, where=where, imgsz=(int(h), int(w)), nc=nc)
-        if self.info.imgsz != (int(h), int(w)):
+        self.info: ModelFacts = parse_metadata(props, where=where, imgsz=(int(h), int(w)), nc=nc)
+        if self.end2end:
+            self.info.check_classes(end2end_classes(self.path), where)
+        if self.info.end2end != self.end2end or self.info.half != (self.input_dtype == np.float16):
+            what = "end-to-end NMS" if self.info.end2end != self.end2end else "its precision"
             raise ModelFileError(
-                f"{where}: metadata says imgsz {list(self.info.imgsz)} but the input is {h}x{w}; the file is inconsistent."
+                f"{where}: its metadata and its graph disagree about {what} (metadata: end2end "
+                f"{int(self.info.end2end)}, half {int(self.info.half)}; graph: end2end {int(self.end2end)}, input "
+                f"{self.input_dtype.name}); expected a file as `y9 export` wrote it."
             )
         self.input_hw = (int(h), int(w))
-        self.metadata = self.info.to_dict()
+        self.metadata = describe_model(self.info, props, dynamic_batch=not (isinstance(b, int) and b > 0))
 
     # ---------------------------------------------------------------- inference
     def _extra_feed(self, extras: dict[str, Any] | None) -> dict[str, np.ndarray]:

@@ -22,70 +22,37 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
+from y9core.model_facts import FactsWarning, ModelFacts
 from y9core.wording import count_range
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,
-    ModelInfo,
+    describe_model,
     is_torch_tensor,
     parse_device,
-    parse_metadata,
 )
-
-Shape = tuple[int, ...]
-
-
-# ------------------------------------------------------------------------------------------------ pure helpers
-def profile_batch_range(profile: tuple[Shape, Shape, Shape]) -> tuple[int, int]:
-    """(min, max) batch of an input profile ``(min_shape, opt_shape, max_shape)``."""
-    mn, _, mx = profile
-    return int(mn[0]), int(mx[0])
-
-
-def select_input_shape(
-    profile: tuple[Shape, Shape, Shape], batch: int, *, where: str = "the engine"
-) -> Shape:
-    """The input shape to set for ``batch`` images within an optimization profile.
-
-    The batch must lie in ``[min[0], max[0]]``; every other dimension takes its fixed value, or the
-    profile's optimum where the profile leaves it free (min != max).
-    Raises:
-        ValueError: ``batch`` is outside the profile, or the profile is malformed.
-    """
-    mn, opt, mx = (tuple(int(d) for d in s) for s in profile)
-    if not (len(mn) == len(opt) == len(mx)) or len(mn) < 1:
-        raise ValueError(f"{where}: the optimization profile {profile} is malformed.")
-    if not mn[0] <= batch <= mx[0]:
-        raise ValueError(f"{where} accepts batches of {count_range(mn[0], mx[0], 'image')} (its profile), not {batch}.")
-    rest = tuple(lo if lo == hi else o for lo, o, hi in zip(mn[1:], opt[1:], mx[1:]))
-    return (int(batch), *rest)
-
-
-def engine_profile(engine: Any, name: str, shape: Shape) -> tuple[Shape, Shape, Shape]:
-    """(min, opt, max) input shapes of profile 0; a static input (no -1 in ``shape``) is its own profile."""
-    if all(d > 0 for d in shape):
-        return (tuple(shape),) * 3  # type: ignore[return-value]
-    dims = [tuple(int(d) for d in s) for s in engine.get_tensor_profile_shape(name, 0)]
-    if len(dims) != 3 or any(len(d) != len(shape) for d in dims):
-        raise ModelFileError(f"the engine reports no usable optimization profile for input {name} ({dims}).")
-    return dims[0], dims[1], dims[2]
-
-
-def output_shape(shape: Shape, batch: int) -> Shape:
-    """An engine output shape with its dynamic batch dimension (-1) set to ``batch``."""
-    return tuple(batch if (i == 0 and d < 0) else int(d) for i, d in enumerate(shape))
+from y9deploy.runtime.trt_profile import (  # noqa: F401 - re-exported: the backend's pure helpers
+    Shape,
+    engine_profile,
+    output_shape,
+    profile_batch_range,
+    select_input_shape,
+)
 
 
 # ------------------------------------------------------------------------------------------------ the backend
 class TensorRTBackend:
-    """Runs a TensorRT engine built by ``y9 build-engine`` (an ``.engine``/``.trt``/``.plan`` file with its
-    ``<engine>.json`` manifest beside it).
+    """Runs a TensorRT engine (``.engine``/``.trt``/``.plan``): one built by ``y9 build-engine``, checked against its
+    ``<engine>.json`` manifest before TensorRT sees it, or one built elsewhere (trtexec ...), whose facts come from
+    the ONNX it was built from (``y9deploy.runtime.foreign_engine``).
 
     Args:
         path: the engine file.
         device: None or "cuda"/"cuda:N" (TensorRT runs only on NVIDIA GPUs).
         cuda_graph: replay the enqueue as a CUDA graph per batch size (default True).
         use_torch: torch tensors for buffers when torch is installed (default); False forces cuda-python.
+        facts: for an engine without a manifest: the ONNX it was built from, or a ``.facts.json`` sidecar
+            (default: found beside the engine).
     """
 
     def __init__(
@@ -95,10 +62,9 @@ class TensorRTBackend:
         *,
         cuda_graph: bool = True,
         use_torch: bool | None = None,
+        facts: str | Path | None = None,
     ) -> None:
-        from y9deploy.engine.flavour import load_flavour
-        from y9deploy.engine.gpu import current_compute_capability
-        from y9deploy.engine.manifest import check_manifest, read_manifest
+        from y9deploy.engine.manifest import manifest_path
 
         self.path = Path(path)
         if not self.path.is_file():
@@ -108,14 +74,12 @@ class TensorRTBackend:
             raise ValueError(
                 f"{self.path.name} is a TensorRT engine, which runs only on an NVIDIA GPU, not device='cpu'."
             )
-        manifest = read_manifest(self.path)
-        flavour = load_flavour(manifest.flavour)
-        self.manifest = check_manifest(
-            self.path,
-            flavour=flavour.name,
-            version=flavour.version,
-            compute_capability=current_compute_capability(index),
-        )
+        self.manifest: Any = None
+        self.facts_source: Path | None = None
+        if manifest_path(self.path).is_file():
+            flavour = self._check_manifest(index)
+        else:
+            flavour = self._check_foreign(index, facts)
         self.flavour = flavour
         self.name = flavour.name
         self.device = f"cuda:{index}"
@@ -136,9 +100,12 @@ class TensorRTBackend:
         self._runtime = trt.Runtime(self._logger)
         self.engine = self._runtime.deserialize_cuda_engine(self.path.read_bytes())
         if self.engine is None:
+            why = "although its manifest matches" if self.manifest is not None else (
+                "(without a manifest, the TensorRT version and GPU it was built for are not known: it may come from "
+                "another TensorRT version or GPU)")  # fmt: skip
             raise ModelFileError(
-                f"{flavour.display} could not deserialize {self.path} although its manifest matches; the file is "
-                "damaged or was not written by TensorRT: rebuild it with `y9 build-engine`."
+                f"{flavour.display} could not deserialize {self.path} {why}; the file is damaged, was built by "
+                "another TensorRT or for another GPU: rebuild it with `y9 build-engine` or trtexec on this machine."
             )
         self._rtx_graphs = False
         if flavour.is_rtx and cuda_graph and hasattr(self.engine, "create_runtime_config"):
@@ -155,6 +122,43 @@ class TensorRTBackend:
         self._allocate()
         self._graphs: dict[int, Any] = {}
         self._shape_b: int | None = None
+
+    # ---------------------------------------------------------------- checks before deserialization
+    def _check_manifest(self, index: int) -> Any:
+        """The manifest's checks (flavour, version, GPU, size, sha256); returns the flavour to load."""
+        from y9deploy.engine.flavour import load_flavour
+        from y9deploy.engine.gpu import current_compute_capability
+        from y9deploy.engine.manifest import check_manifest, read_manifest
+
+        flavour = load_flavour(read_manifest(self.path).flavour)
+        self.manifest = check_manifest(
+            self.path,
+            flavour=flavour.name,
+            version=flavour.version,
+            compute_capability=current_compute_capability(index),
+        )
+        return flavour
+
+    def _check_foreign(self, index: int, facts: str | Path | None) -> Any:
+        """A manifest-less engine (trtexec ...): facts from its ONNX or sidecar, said once what is unchecked, then
+        the GPU check; returns the installed flavour to load it with."""
+        import warnings
+
+        from y9core.errors import EngineMismatchError
+        from y9deploy.engine.flavour import load_flavour
+        from y9deploy.engine.gpu import current_compute_capability
+        from y9deploy.runtime.foreign_engine import find_facts_source, read_source_facts, unchecked_note
+
+        self.facts_source = find_facts_source(self.path, facts)
+        claimed = read_source_facts(self.facts_source)
+        warnings.warn(unchecked_note(self.path, self.facts_source, claimed), FactsWarning, stacklevel=5)
+        if current_compute_capability(index) is None:
+            raise EngineMismatchError(
+                f"{self.path} is a TensorRT engine, which runs only on an NVIDIA GPU, and this machine has none "
+                f"(GPU {index}); its model facts, from {self.facts_source.name}, are fine: run it on the GPU it "
+                f"was built for, or run {self.facts_source.stem}.onnx with onnxruntime here."
+            )
+        return load_flavour(None)
 
     # ---------------------------------------------------------------- description
     def _describe_io(self, trt: Any) -> None:
@@ -185,10 +189,21 @@ class TensorRTBackend:
         if not self.end2end:
             first = self._outputs[self.output_names[0]][0]
             nc = int(first[1]) - 4 if len(first) == 3 and first[1] > 0 else None
-        self.info: ModelInfo = parse_metadata(
-            dict(self.manifest.onnx_metadata), where=where, imgsz=self.input_hw, nc=nc
-        )
-        self.metadata = {**self.info.to_dict(), "engine": self.manifest.to_dict()}
+        if self.manifest is not None:
+            from y9deploy.engine.manifest import manifest_path
+
+            self.info: ModelFacts = self.manifest.model_facts(manifest_path(self.path))
+            self.info.check_classes(nc, str(self.path))
+            engine = self.manifest.to_dict()
+        else:
+            from y9deploy.runtime.foreign_engine import read_source_facts
+
+            source = self.facts_source
+            self.info = read_source_facts(source, input_hw=self.input_hw if source.suffix == ".onnx" else None, nc=nc)
+            self.info = self.info.replace(precision="fp16" if self.input_dtype == np.float16 else self.info.precision,
+                                          end2end=self.end2end)  # fmt: skip
+            engine = {"manifest": None, "facts_source": str(source)}
+        self.metadata = describe_model(self.info, engine=engine)
 
     def _allocate(self) -> None:
         """Buffers for the largest batch of the profile; their addresses are bound once and never change."""

@@ -1,4 +1,5 @@
-"""PyTorch backend: y9 ``.pt`` checkpoints (and official-format ones) through ``y9train``.
+"""PyTorch backend: y9 ``.pt`` checkpoints (and official-format ones) through ``y9train``; the one place the
+deployment side reads a checkpoint (its model and its facts: ``checkpoint_facts``).
 
 The model is re-parameterized for deployment (auxiliary branch dropped, Conv+BN and RepConvN fused). On
 CUDA it runs in FP16 with channels_last and, because the input shape is static per batch size, each batch
@@ -17,7 +18,8 @@ import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.file_paths import expect_file
-from y9deploy.runtime.backend import DEFAULT_LETTERBOX, ModelInfo, is_torch_tensor, parse_device
+from y9core.model_facts import ModelFacts
+from y9deploy.runtime.backend import describe_model, is_torch_tensor, parse_device
 
 MAX_BATCH = 256
 MAX_GRAPHS = 4  # CUDA graphs kept (one per batch size, least recently used dropped)
@@ -34,50 +36,66 @@ def import_torch() -> Any:
     return torch
 
 
-def load_deploy_model(source: Any, *, fuse: bool = True) -> Any:
-    """A checkpoint path or an nn.Module -> the eval-mode deployment model (aux branch dropped, fused)."""
+def _load_checkpoint(path: Path) -> Any:
+    from y9train.checkpoint import load_checkpoint
+
+    expect_file(path, "checkpoint", "a .pt file")
+    try:
+        return load_checkpoint(path)
+    except (FileNotFoundError, ModelFileError):
+        raise
+    except Exception as exc:  # a truncated zip, a random file, an unknown pickle ...
+        raise ModelFileError(f"{path} could not be loaded as a y9 or official YOLOv9 checkpoint ({exc}).") from exc
+
+
+def _import_trainer_parts() -> Any:
     import_torch()
     try:
-        from y9train.reparam import fuse as fuse_model
-        from y9train.reparam import to_deploy
+        from y9train import checkpoint_facts, reparam
     except ImportError as exc:
         raise BackendUnavailableError(
             f"y9train could not be imported ({exc}); .pt checkpoints need the y9 training package and torch."
         ) from exc
+    return checkpoint_facts, reparam
+
+
+def checkpoint_facts(source: Any) -> ModelFacts:
+    """The model facts of a ``.pt`` checkpoint (or a loaded y9 model): what training recorded, with
+    ``source_sha256`` the file's own sha256 (so every artifact exported from it carries the same hash)."""
+    facts_mod, _ = _import_trainer_parts()
     if isinstance(source, (str, Path)):
-        from y9train.checkpoint import load_checkpoint
+        from y9deploy.engine.manifest import file_sha256
+        from y9train.checkpoint import read_y9_payload
 
         path = Path(source)
         expect_file(path, "checkpoint", "a .pt file")
-        try:
-            model = load_checkpoint(path)
-        except (FileNotFoundError, ModelFileError):
-            raise
-        except Exception as exc:  # a truncated zip, a random file, an unknown pickle ...
-            raise ModelFileError(
-                f"{path} could not be loaded as a y9 or official YOLOv9 checkpoint ({exc})."
-            ) from exc
+        sha = file_sha256(path)
+        payload = read_y9_payload(path)
+        if payload is not None:  # a y9 checkpoint's payload says it all: no model to build
+            return facts_mod.payload_facts(payload, source_sha256=sha, where=str(path))
+        return facts_mod.facts_of(_load_checkpoint(path), source_sha256=sha, where=str(path))
+    return facts_mod.facts_of(source)
+
+
+def load_deploy_model(source: Any, *, fuse: bool = True) -> tuple[Any, ModelFacts]:
+    """A checkpoint path or an nn.Module -> (the eval-mode deployment model (aux branch dropped, fused), its
+    facts)."""
+    facts_mod, reparam = _import_trainer_parts()
+    if isinstance(source, (str, Path)):
+        from y9deploy.engine.manifest import file_sha256
+
+        path = Path(source)
+        model = _load_checkpoint(path)
+        facts = facts_mod.facts_of(model, source_sha256=file_sha256(path), where=str(path))
     else:
         model = source
+        facts = facts_mod.facts_of(model)
     meta = dict(getattr(model, "meta", None) or {})
-    model = to_deploy(model)
+    model = reparam.to_deploy(model)
     if fuse:
-        model = fuse_model(model)
+        model = reparam.fuse(model)
     model.meta = meta
-    return model.eval()
-
-
-DEFAULT_IMGSZ = 640
-
-
-def trained_imgsz(model: Any) -> int | tuple[int, int]:
-    """The input size a checkpoint records (``meta["imgsz"]``: its training size), else 640."""
-    value = (getattr(model, "meta", None) or {}).get("imgsz")
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value):
-        return int(value[0]), int(value[1])
-    return DEFAULT_IMGSZ
+    return model.eval(), facts
 
 
 class TorchBackend:
@@ -86,8 +104,8 @@ class TorchBackend:
     Args:
         source: a ``.pt`` checkpoint path, or an ``nn.Module`` (a y9 model).
         device: None (CUDA when torch sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
-        imgsz: the network input, a side or (h, w); each a multiple of the largest stride (default: the size
-            the checkpoint records, ``meta["imgsz"]``, else 640).
+        imgsz: the network input, a side or (h, w); each a multiple of the largest stride (default: the trained
+            size of the checkpoint's model facts).
         half: FP16 weights and inputs (default: True on CUDA, False on CPU).
         cuda_graph: capture and replay a CUDA graph per batch size (CUDA only; default True).
         fuse: fold Conv+BN / RepConvN before running (default True).
@@ -123,12 +141,10 @@ class TorchBackend:
         if half and not cuda:
             raise ValueError("half=True needs a CUDA device; on the CPU the torch backend runs in float32.")
         self.path = Path(source) if isinstance(source, (str, Path)) else None
-        model = load_deploy_model(source, fuse=fuse)
-        stride = [
-            int(s) for s in (model.stride.tolist() if hasattr(model.stride, "tolist") else model.stride)
-        ]
+        model, facts = load_deploy_model(source, fuse=fuse)
+        stride = list(facts.strides)
         if imgsz is None:
-            imgsz = trained_imgsz(model)
+            imgsz = facts.imgsz
         h, w = (imgsz, imgsz) if isinstance(imgsz, (int, np.integer)) else (int(imgsz[0]), int(imgsz[1]))
         if h <= 0 or w <= 0 or h % max(stride) or w % max(stride):
             raise ValueError(
@@ -150,17 +166,8 @@ class TorchBackend:
         self.input_hw = (h, w)
         self.input_dtype = np.dtype(np.float16 if half else np.float32)
         self.batch_range = (1, MAX_BATCH)
-        names = list(getattr(model, "names", None) or [f"class{i}" for i in range(int(model.nc))])
-        self.info = ModelInfo(
-            names=[str(n) for n in names],
-            imgsz=(h, w),
-            stride=stride,
-            letterbox={**DEFAULT_LETTERBOX, "stride": max(stride)},
-            model=str(getattr(model, "name", "")),
-            half=self.half,
-            dynamic_batch=True,
-        )
-        self.metadata = self.info.to_dict()
+        self.info = facts.replace(precision="fp16" if self.half else "fp32")
+        self.metadata = describe_model(self.info, dynamic_batch=True)
         self.cuda_graph = bool(cuda_graph and cuda)
         self.input_channels_last = bool(cuda)  # the GpuPipeline hands over NHWC-strided batches as they are
         self._graphs: OrderedDict[int, tuple[Any, Any, Any]] = OrderedDict()

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ServingError
-from y9deploy.runtime.backend import ModelInfo, batch_chunks, parse_metadata
+from y9core.model_facts import ModelFacts
+from y9deploy.runtime.backend import batch_chunks, parse_metadata
 from y9deploy.runtime.options import PredictOptions, resolve_options
 from y9deploy.serving.triton_repo import METADATA_KEY, metadata_props
 
@@ -144,9 +145,13 @@ class TritonDetector:
                 f"{where} has no {METADATA_KEY} parameter in its config; write its repository with `y9 triton` "
                 "so that class names and the letterbox travel with it."
             )
-        self.info: ModelInfo = parse_metadata(metadata_props(json.loads(raw)), where=where)
+        try:
+            props = metadata_props(json.loads(raw))
+        except (ValueError, TypeError, AttributeError):
+            raise ServingError(f"{where}: its {METADATA_KEY} parameter is not a JSON object of metadata.") from None
+        self.info: ModelFacts = parse_metadata(props, where=where)
         self.names: list[str] = list(self.info.names)
-        self.imgsz: tuple[int, int] = tuple(self.info.imgsz)  # type: ignore[assignment]
+        self.imgsz: tuple[int, int] = _input_hw(props, where)
         inputs, outputs = config.get("input", []), config.get("output", [])
         if len(inputs) != 1 or not outputs:
             raise ServingError(f"{where} has inputs {inputs} / outputs {outputs}; expected one image input.")
@@ -201,9 +206,8 @@ class TritonDetector:
         for start, stop, padded in batch_chunks(len(frames), self.batch_range):
             chunk = frames[start:stop]
             blob = np.zeros((padded, 3, *self.imgsz), self.input_dtype)
-            _, infos = prepare(chunk, self.imgsz, dtype=self.input_dtype, auto=False,
-                               scaleup=bool(lb.get("scaleup", True)), stride=int(lb.get("stride", 32)),
-                               color=lb.get("color", 114), out=blob[: len(chunk)])  # fmt: skip
+            _, infos = prepare(chunk, self.imgsz, dtype=self.input_dtype, auto=False, scaleup=lb.scaleup,
+                               stride=lb.stride, color=lb.color, out=blob[: len(chunk)])  # fmt: skip
             outputs = self.infer(blob)
             results += post.detections(post.submit(outputs, len(chunk), opts), infos)
         return results[0] if single else results
@@ -239,3 +243,13 @@ def _frames(source: Any) -> tuple[list[np.ndarray], bool]:
         f"predict() got {type(source).__name__ if source is not None else None}; expected an HxWx3 uint8 BGR "
         "frame, a non-empty list of frames, or image paths."
     )
+
+
+def _input_hw(props: dict[str, str], where: str) -> tuple[int, int]:
+    """The served model's input (h, w): the metadata's ``imgsz`` (the file's input; the facts hold the trained
+    size)."""
+    try:
+        h, w = json.loads(props.get("imgsz", ""))
+        return int(h), int(w)
+    except (ValueError, TypeError):
+        raise ServingError(f"{where}: its metadata has no usable 'imgsz' (the input size).") from None

@@ -3,7 +3,7 @@
     write_triton_repo("gelan-c.onnx", "models/", max_batch=8, instances=2)
 
 writes ``models/gelan-c/config.pbtxt``, ``models/gelan-c/1/model.onnx`` (or ``1/model.plan`` for an engine)
-and ``models/gelan-c/y9.json``. The configuration has the input/output names, data types and dims of the
+and ``models/gelan-c/y9.json`` (the source file, the platform, the metadata and the model facts, ``facts``). The configuration has the input/output names, data types and dims of the
 model, ``max_batch_size`` (an engine: its profile's maximum; an ONNX model with a dynamic batch: ``max_batch``;
 a static batch: 0 with the batch in the dims), dynamic batching, instance groups, and y9's metadata (class
 names, input size, letterbox) as the model parameter ``y9_metadata`` (JSON), which ``TritonDetector`` reads
@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
-from y9deploy.runtime.backend import parse_metadata
+from y9core.model_facts import ModelFacts
+from y9deploy.facts_metadata import facts_to_props
 from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES
 
 DEFAULT_ONNX_MAX_BATCH = 8
@@ -75,7 +76,8 @@ class ServedModel:
     outputs: list[TensorSpec]
     batch: tuple[int, int, int] | None  # engine profile (min, opt, max); None: ONNX dynamic batch
     static_batch: int | None  # the fixed batch of a static model
-    metadata: dict[str, Any]  # ModelInfo.to_dict()
+    metadata: dict[str, Any]  # the file's metadata (facts_to_props) as JSON values: the y9_metadata parameter
+    facts: ModelFacts | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -102,9 +104,9 @@ def _onnx_model(path: Path) -> ServedModel:
         raise BackendUnavailableError(
             f"writing a Triton repository for {path.name} needs the onnx package to read the graph: pip install onnx."
         ) from exc
-    from y9deploy.engine.onnx_info import inspect_onnx
+    from y9deploy.engine.onnx_info import detector_facts, inspect_onnx
 
-    info = inspect_onnx(path)
+    info = inspect_onnx(path, check_detector=False)
     from onnx import helper
 
     graph = info.model.graph
@@ -120,20 +122,20 @@ def _onnx_model(path: Path) -> ServedModel:
     inputs = [spec(vi) for vi in graph.input if vi.name not in initializers]
     outputs = [spec(vi) for vi in graph.output]
     _check_raw(path, info.end2end or any(o.name == "num_dets" for o in outputs), inputs)
-    nc = outputs[0].shape[1] - 4 if len(outputs[0].shape) == 3 and outputs[0].shape[1] > 4 else None
-    meta = _client_metadata(info.metadata, path, info.imgsz, nc)
-    return ServedModel(path, "onnxruntime_onnx", inputs, outputs, None, info.batch, meta)
+    info.facts = detector_facts(info)
+    meta = json_values(facts_to_props(info.facts, input_hw=info.imgsz, dynamic_batch=info.batch is None))
+    return ServedModel(path, "onnxruntime_onnx", inputs, outputs, None, info.batch, meta, info.facts)
 
 
 def _engine_model(path: Path) -> ServedModel:
-    from y9deploy.engine.manifest import read_manifest
+    from y9deploy.engine.manifest import manifest_path, read_manifest
 
     m = read_manifest(path)
     inputs = [TensorSpec(t["name"], tuple(int(d) for d in t["shape"]), str(t["dtype"])) for t in m.inputs]
     outputs = [TensorSpec(t["name"], tuple(int(d) for d in t["shape"]), str(t["dtype"])) for t in m.outputs]
     _check_raw(path, m.end2end, inputs)
-    nc = outputs[0].shape[1] - 4 if len(outputs[0].shape) == 3 and outputs[0].shape[1] > 4 else None
-    meta = _client_metadata(dict(m.onnx_metadata), path, tuple(m.imgsz), nc)
+    facts = m.model_facts(manifest_path(path))
+    meta = json_values(facts_to_props(facts, input_hw=(m.imgsz[0], m.imgsz[1]), dynamic_batch=m.batch[0] != m.batch[2]))
     notes = []
     if m.flavour == "tensorrt_rtx":
         notes.append(
@@ -147,20 +149,22 @@ def _engine_model(path: Path) -> ServedModel:
             "Triton release of that exact TensorRT version, on GPUs of that compute capability."
         )
     static = inputs[0].shape[0] if inputs[0].shape[0] > 0 else None
-    return ServedModel(path, "tensorrt_plan", inputs, outputs, tuple(m.batch), static, meta, notes)
+    return ServedModel(path, "tensorrt_plan", inputs, outputs, tuple(m.batch), static, meta, facts, notes)
 
 
-def _client_metadata(
-    props: dict[str, str], path: Path, imgsz: tuple[int, int], nc: int | None
-) -> dict[str, Any]:
-    """The model description (``ModelInfo.to_dict()``: names, imgsz, stride, letterbox, ...), parsed and checked
-    here from the file's metadata strings so that the client cannot meet a bad one."""
-    return parse_metadata(props, where=str(path), imgsz=imgsz, nc=nc).to_dict()
+FLAGS = ("end2end", "dynamic_batch", "half")
+JSON_KEYS = ("names", "stride", "imgsz", "trained_imgsz", "letterbox", "nms_defaults")
+
+
+def json_values(props: dict[str, str]) -> dict[str, Any]:
+    """Metadata strings as JSON values (lists, objects, booleans) for the config parameter a person reads;
+    ``metadata_props`` turns them back."""
+    return {k: (v == "1") if k in FLAGS else json.loads(v) if k in JSON_KEYS and v else v for k, v in props.items()}
 
 
 def metadata_props(info: dict[str, Any]) -> dict[str, str]:
-    """``ModelInfo.to_dict()`` back to the metadata strings ``parse_metadata`` reads (JSON for structured
-    values, "1"/"0" for flags), as the client does with the ``y9_metadata`` parameter."""
+    """The ``y9_metadata`` parameter's object (``json_values``) back to the metadata strings ``parse_metadata``
+    reads (JSON for structured values, "1"/"0" for flags)."""
     return {k: v if isinstance(v, str) else ("1" if v else "0") if isinstance(v, bool) else json.dumps(v)
             for k, v in info.items()}  # fmt: skip
 
@@ -325,7 +329,8 @@ def write_triton_repo(
         (tmp / "1").mkdir()
         shutil.copyfile(served.path, tmp / "1" / file_name)
         (tmp / "config.pbtxt").write_text(text, encoding="utf-8")
-        sidecar = {"source": str(served.path), "platform": served.platform, **served.metadata}
+        sidecar = {"source": str(served.path), "platform": served.platform, **served.metadata,
+                   "facts": served.facts.to_dict() if served.facts else None}  # fmt: skip
         (tmp / "y9.json").write_text(json.dumps(sidecar, indent=2) + "\n", encoding="utf-8")
         if model_dir.exists():
             shutil.rmtree(model_dir)
