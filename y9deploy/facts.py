@@ -132,8 +132,8 @@ def _engine(path: Path) -> FactsReport:
     onnx = path.with_name(man.onnx_file)
     if onnx.is_file() and file_sha256(onnx) == man.onnx_sha256:
         from y9deploy.facts_metadata import input_size
+        from y9deploy.model_file.onnx_digest import metadata_props
         from y9deploy.runtime.foreign_engine import read_source_facts
-        from y9deploy.runtime.onnx_digest import metadata_props
 
         props = metadata_props(onnx)
         recorded = "imgsz" in props  # else a foreign ONNX: the builder took the size from its graph

@@ -7,8 +7,8 @@ deployment box without torch runs) import neither torch nor y9train at module le
 Detector runtime (``y9deploy.runtime``). Validation shares the post-processing of ``y9core.post`` with the
 Detector; it sits below both. Deployment (y9deploy but the torch backend for .pt files and export) never imports
 y9train, also inside functions, and torch only inside functions of the optional GPU path; y9train imports nothing
-of y9deploy; no cycle between the packages, nor between ``y9deploy.engine`` and ``y9deploy.runtime`` (the known
-exceptions, each removed by a branch in flight, are listed in the ``KNOWN_*`` constants).
+of y9deploy; no cycle between the packages, nor between ``y9deploy.engine`` and ``y9deploy.runtime`` (both use the
+model-file checks of ``y9deploy.model_file`` below them). The ``y9`` package sits above y9train and y9deploy.
 """
 
 from __future__ import annotations
@@ -109,9 +109,6 @@ def test_y9core_imports_no_other_y9_package(graph):
 # ------------------------------------------------------------------------------------------------ deployment
 #: deployment modules that may import y9train and torch (DESIGN.md): the torch backend for .pt files and export
 DEPLOY_TRAINER_DOORS = ("y9deploy.runtime.torch_backend", "y9deploy.export")
-#: KNOWN violations: deployed-file validation and engine verification still import the trainer (y9train.validate,
-#: y9train.data). Removed when the facts branch lands (it moves that validation off the trainer); then empty.
-KNOWN_DEPLOY_TO_TRAINER = ("y9deploy.validate_deployed",)
 #: deployment modules on the optional torch GPU path: they import torch inside functions, only when a CUDA device and
 #: torch are there (the torch pipeline, its pre/post-processing, the backends' device buffers, GPU facts for the
 #: doctor and the stage timer); a deployment box without torch never runs those lines (test_backends checks it)
@@ -120,11 +117,6 @@ TORCH_GPU_PATH = (
     "y9deploy.post.graph", "y9deploy.runtime.detector", "y9deploy.runtime.gpu_pipeline",
     "y9deploy.runtime.onnxruntime_backend", "y9deploy.runtime.tensorrt_backend",
 )  # fmt: skip
-#: KNOWN cycle between y9deploy.engine and y9deploy.runtime: the engine seals / checks the ONNX digest with
-#: ``y9deploy.runtime.onnx_digest`` while the TensorRT backend reads the engine's flavour and manifest. Removed when
-#: onnx_digest moves out of the runtime (the facts branch reworks these files); then empty.
-KNOWN_ENGINE_TO_RUNTIME = (("y9deploy.engine.onnx_info", "y9deploy.runtime.onnx_digest"),
-                           ("y9deploy.engine.verify", "y9deploy.runtime.onnx_digest"))  # fmt: skip
 
 
 def _deployment(module: str) -> bool:
@@ -148,13 +140,10 @@ def _package_cycles(
 
 def test_deployment_never_reaches_the_trainer_also_inside_functions(graph):
     """No deployment module imports y9train, at module level or inside a function, except the torch backend and
-    export (the documented doors) and the known violations. Every deployment module is checked, so none reaches
-    y9train through another either (y9core imports nothing above it)."""
-    found = [e for e in graph.edges if _deployment(e.source) and in_package(e.target, ["y9train"])]
-    bad = [e for e in found if not in_package(e.source, KNOWN_DEPLOY_TO_TRAINER)]
+    export (the documented doors). Every deployment module is checked, so none reaches y9train through another
+    either (y9core imports nothing above it)."""
+    bad = [e for e in graph.edges if _deployment(e.source) and in_package(e.target, ["y9train"])]
     assert not bad, "deployment imports of the trainer:\n  " + _listed(bad)
-    stale = [m for m in KNOWN_DEPLOY_TO_TRAINER if not any(e.source == m for e in found)]
-    assert not stale, f"no longer violations, take them off KNOWN_DEPLOY_TO_TRAINER: {stale}"
 
 
 def test_deployment_imports_torch_only_inside_functions_of_the_gpu_path(graph):
@@ -174,11 +163,8 @@ def test_no_cycle_between_trainer_and_deployment_packages(graph):
 
 
 def test_no_cycle_between_engine_and_runtime(graph):
-    found = _package_cycles(graph, 2, ("y9deploy.engine", "y9deploy.runtime"), skip=KNOWN_ENGINE_TO_RUNTIME)
+    found = _package_cycles(graph, 2, ("y9deploy.engine", "y9deploy.runtime"))
     assert not found, "engine <-> runtime: " + "; ".join(" -> ".join(c) for c in found)
-    known = {(e.source, e.target) for e in graph.edges}
-    stale = [k for k in KNOWN_ENGINE_TO_RUNTIME if k not in known]
-    assert not stale, f"no longer imported, take them off KNOWN_ENGINE_TO_RUNTIME: {stale}"
 
 
 def test_package_cycles_are_found_inside_functions_too():

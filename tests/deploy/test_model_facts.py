@@ -11,7 +11,7 @@ import pytest
 
 from y9core.errors import ModelFileError
 from y9core.model_facts import FactsWarning
-from y9deploy.runtime.onnx_digest import DIGEST_KEY
+from y9deploy.model_file.onnx_digest import DIGEST_KEY
 
 NAMES = ["a", "b", "c"]
 

@@ -19,7 +19,7 @@ from tests.deploy.runtime_support import export_tiny_onnx
 from y9core.errors import ModelFileError
 from y9deploy import Detector
 from y9deploy.engine.onnx_info import inspect_onnx
-from y9deploy.runtime.onnx_digest import DIGEST_KEY
+from y9deploy.model_file.onnx_digest import DIGEST_KEY
 
 
 @pytest.fixture(scope="module")

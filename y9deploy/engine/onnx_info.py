@@ -59,7 +59,7 @@ def inspect_onnx(path: str | os.PathLike, *, check_detector: bool = True) -> Onn
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
     onnx = _onnx()
-    from y9deploy.runtime.onnx_digest import verify
+    from y9deploy.model_file.onnx_digest import verify
 
     try:
         model = onnx.load(str(path))
@@ -112,7 +112,7 @@ def detector_facts(info: OnnxInfo) -> Any:
     from onnx import helper
 
     from y9deploy.facts_metadata import facts_from_props, metadata_strides
-    from y9deploy.runtime.io_checks import check_end2end_outputs, check_raw_output
+    from y9deploy.model_file.io_checks import check_end2end_outputs, check_raw_output
 
     path, model, hw, end2end, metadata = info.path, info.model, info.imgsz, info.end2end, info.metadata
     outputs = {o.name: (_dims(o), o.type.tensor_type.elem_type) for o in model.graph.output}

@@ -113,7 +113,7 @@ def _stand_in(engine_path: Path, onnx_path: Path, workdir: Path) -> tuple[Path, 
         from y9deploy.onnx_fp16 import convert_to_fp16
 
         data = convert_to_fp16(info.model, keep_io_types=True, source=str(onnx_path)).SerializeToString()
-    from y9deploy.runtime.onnx_digest import seal
+    from y9deploy.model_file.onnx_digest import seal
 
     path = workdir / f"{onnx_path.stem}-fp16.onnx"
     path.write_bytes(seal(data))  # a file y9 made: sealed with its own digest like an export

@@ -132,7 +132,7 @@ def export_onnx_report(
     from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx
     from y9deploy.export.source import deployable, load_source, source_facts, write_sidecar
-    from y9deploy.runtime.onnx_digest import seal
+    from y9deploy.model_file.onnx_digest import seal
 
     path = Path(path)
     if isinstance(source, (str, os.PathLike)) and Path(source).resolve() == path.resolve():

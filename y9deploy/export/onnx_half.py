@@ -38,8 +38,8 @@ def onnx_to_fp16(
     from y9deploy.export.result import RTOL_FP16, ExportResult
     from y9deploy.export.source import write_sidecar
     from y9deploy.facts_metadata import props_flag
+    from y9deploy.model_file.onnx_digest import seal
     from y9deploy.onnx_fp16 import convert_to_fp16
-    from y9deploy.runtime.onnx_digest import seal
 
     source, path = Path(source), Path(path)
     if not half:

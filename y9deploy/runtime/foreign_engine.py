@@ -49,7 +49,7 @@ def read_source_facts(source: Path, *, input_hw: tuple[int, int] | None = None, 
     engine's ``input_hw`` and class count ``nc`` when known."""
     if source.suffix.lower() == ".onnx":
         from y9deploy.facts_metadata import facts_from_props
-        from y9deploy.runtime.onnx_digest import metadata_props, verify
+        from y9deploy.model_file.onnx_digest import metadata_props, verify
 
         verify(source)
         props = metadata_props(source)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from y9deploy.runtime.onnx_digest import wire_fields, wire_varint
+from y9deploy.model_file.onnx_digest import wire_fields, wire_varint
 
 CLASSES_INITIALIZER = "e2e_classes"
 _GRAPH, _INITIALIZER = 7, 5  # ModelProto.graph, GraphProto.initializer

@@ -14,6 +14,14 @@ import numpy as np
 
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.model_facts import ModelFacts
+from y9deploy.model_file.io_checks import (
+    check_end2end_outputs,
+    check_finite,
+    check_image_input,
+    check_raw_output,
+    probe_batch,
+)
+from y9deploy.model_file.onnx_digest import verify as verify_digest
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
     NMS_INPUTS,
@@ -23,15 +31,7 @@ from y9deploy.runtime.backend import (
     parse_device,
     parse_metadata,
 )
-from y9deploy.runtime.io_checks import (
-    check_end2end_outputs,
-    check_finite,
-    check_image_input,
-    check_raw_output,
-    probe_batch,
-)
 from y9deploy.runtime.onnx_classes import end2end_classes
-from y9deploy.runtime.onnx_digest import verify as verify_digest
 from y9deploy.runtime.options import PredictOptions
 
 MAX_DYNAMIC_BATCH = 256
