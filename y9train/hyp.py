@@ -161,7 +161,9 @@ class TrainConfig:
     else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only; ``cuda_graph``: the network's
     forward and backward replayed as CUDA graphs, None = wherever they apply (CUDA, one process, no compile or
     gradient checkpointing; ``y9train.graphed_network``); ``deterministic``: reproducible kernels (one seed, the same
-    weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``);
+    weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``); the start's bounds:
+    ``cudnn_benchmark_limit`` (algorithms cuDNN times per convolution shape when autotuning) and
+    ``cuda_graph_warmup`` (eager steps before the capture), both timed in ``startup.json`` (``y9train.startup``);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
@@ -187,6 +189,8 @@ class TrainConfig:
     cuda_graph: bool | None = None  # forward/backward as CUDA graphs; None: where they apply (y9train.graphed_network)
     grad_checkpointing: bool = False
     deterministic: bool = False  # reproducible kernels instead of the fastest (y9train.determinism)
+    cudnn_benchmark_limit: int | None = None  # cuDNN algorithms timed per conv shape; None: torch's (10), 0: all
+    cuda_graph_warmup: int = 3  # eager warm-up steps before a CUDA-graph capture (at least 1)
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False
     val: bool = True
@@ -208,9 +212,14 @@ class TrainConfig:
         _check_choice("amp", self.amp, AMP_MODES)
         if self.cache not in (None, "ram", "disk"):
             raise ValueError(f"cache={self.cache!r}; expected none, ram or disk.")
-        for name in ("imgsz", "epochs", "batch", "log_interval", "max_det"):
+        for name in ("imgsz", "epochs", "batch", "log_interval", "max_det", "cuda_graph_warmup"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
+        if self.cudnn_benchmark_limit is not None and int(self.cudnn_benchmark_limit) < 0:
+            raise ValueError(
+                f"cudnn_benchmark_limit={self.cudnn_benchmark_limit}; expected none, 0 (every algorithm) or a "
+                "positive number of algorithms."
+            )
         if self.imgsz % 32:
             raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
         check_ranges(self, RUN_RANGES, "training option")

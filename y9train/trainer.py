@@ -40,6 +40,7 @@ from y9train.hyp import TrainConfig, apply_overrides
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.plots import plot_run
 from y9train.reporting import Reporter, StepLog
+from y9train.startup import BackgroundImports, StartupClock
 from y9train.step_timer import StepTimer
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
@@ -101,72 +102,65 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ setup
     def setup(self) -> None:
-        """Everything before the first batch (``fit`` calls it)."""
+        """Everything before the first batch (``fit`` calls it); each part is timed into ``self.startup``
+        (``y9train.startup``: ``startup.json`` in the run folder)."""
+        clock = self.startup = StartupClock()
+        imports = BackgroundImports()  # the optimiser's imports, beside device, model and data set-up
+        try:
+            self._setup_model_and_data(clock, imports)
+        finally:
+            imports.join()
+        clock.lap("optimizer_imports")  # what the phases since "imports" left of them
+        self._setup_optimisation()
+        clock.lap("optimizer", sync=True)
+
+    def _setup_model_and_data(self, clock: StartupClock, imports: BackgroundImports) -> None:
+        """Device, AMP, data.yaml, the model on the device, the loss, datasets and loaders."""
         from y9core.val_result import require_metrics_backend
-        from y9train.data import AugmentConfig, YoloDataset, build_dataloader, load_data_yaml
-        from y9train.loss import DetectionLoss
+        from y9train.data import load_data_yaml
+        from y9train.run_data import build_run_data
         from y9train.run_setup import (
             cpu_count,
-            fp16_as_official,
-            load_model_for_training,
-            make_run_dir,
+            loss_for_run,
+            model_for_run,
             resolve_amp,
             resolve_device,
             seed_everything,
         )
 
-        cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
+        clock.lap("imports")
+        imports.start()
+        cfg, hooks = self.config, self.hooks
         self.device = hooks.select_device(resolve_device(cfg.device))
+        clock.set_device(self.device)
         seed_everything(cfg.seed + hooks.rank)
+        clock.lap("device", sync=True)
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
+        clock.lap("data_yaml")
         if cfg.val and hooks.is_main:
             require_metrics_backend()
         self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
-        cuda = self.device.type == "cuda"
-        self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
-
-        if self._resume:
-            from y9train.checkpoint import model_from_payload
-
-            path, payload, state = self._resume
-            model = model_from_payload(payload, str(path))
-        else:
-            prior = hyp.bias_prior_imgsz or cfg.imgsz  # image size of the class-bias prior of a fresh head
-            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
-                                            report=self.reporter.info)  # fmt: skip
-            if hyp.init_fp16_round:
-                model.half()  # the .float() below makes it float32 again: rounded to fp16 once
-        model.set_grad_checkpointing(cfg.grad_checkpointing)
-        fmt = torch.channels_last if self.channels_last else torch.preserve_format
-        self.model = model.float().train().to(self.device, memory_format=fmt)
+        self.channels_last = self.device.type == "cuda" if cfg.channels_last is None else cfg.channels_last
+        clock.lap("device")
+        self.model = model_for_run(cfg, self.data_cfg, self._resume, self.device, self.channels_last,
+                                   report=self.reporter.info)  # fmt: skip
+        clock.lap("model", sync=True)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
-        if hyp.loss_fp16:  # the run's log says which loss path it took
-            self.reporter.info("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
-                               "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")
-        self.loss_fn = DetectionLoss.from_model(
-            self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
-            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
-        )  # fmt: skip
-
+        self.loss_fn = loss_for_run(self.model, cfg.hyp, self.device, self.amp_dtype, report=self.reporter.info)
+        clock.lap("loss")
         workers = max(0, min(cfg.workers, cpu_count()))
-        common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
-        aug = AugmentConfig.from_dict(hyp.to_dict())
-        self.train_ds = YoloDataset.from_yaml(self.data_cfg, "train", hyp=aug, **common)
-        self.val_ds = (
-            YoloDataset.from_yaml(self.data_cfg, "val", augment=False, **common) if cfg.val else None
-        )
-        for ds in (self.train_ds, self.val_ds):
-            for p, why in ds.skipped if ds is not None else []:
-                self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
-        self.train_loader = hooks.build_train_loader(
-            self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
-        )
-        self.val_loader = None
-        if self.val_ds is not None and hooks.is_main:
-            self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
+        data = build_run_data(cfg, self.data_cfg, hooks, workers=workers, report_skip=self.reporter.warn,
+                              clock=clock)  # fmt: skip
+        self.train_ds, self.val_ds = data.train_ds, data.val_ds
+        self.train_loader, self.val_loader = data.train_loader, data.val_loader
         self.nb = len(self.train_loader)
-        hyp, notes = resolve_auto(hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
+
+    def _setup_optimisation(self) -> None:
+        """The ``auto`` decisions, EMA, optimiser, schedule, graphs, run folder, resume, kernel choice."""
+        from y9train.run_setup import fp16_as_official, make_run_dir
+
+        cfg, hooks = self.config, self.hooks
+        hyp, notes = resolve_auto(cfg.hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
         if notes:  # decided once: the run's config (checkpoints, resume) holds the concrete values
             self.config.hyp = hyp
             for note in notes:
@@ -185,11 +179,10 @@ class Trainer:
         self.graphed = graphed_network(
             self.model, self.params, self.device, requested=cfg.cuda_graph, compile=cfg.compile,
             grad_checkpointing=cfg.grad_checkpointing, distributed=hooks.world_size > 1, report=self.reporter.info,
-            multi_scale=hyp.multi_scale,
+            multi_scale=hyp.multi_scale, warmup_iters=cfg.cuda_graph_warmup,
         )  # fmt: skip
         self.train_model = self.graphed or hooks.wrap_model(net)
         self.timer = StepTimer(self.device, enabled=cfg.profile)
-
         self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):
             self.save_dir = (
@@ -203,7 +196,7 @@ class Trainer:
             self.last_opt_step, _ = self.accumulation.replay(self.nb, self.iteration)
         # last, after everything that can fail (nothing above runs a convolution or a matmul): fit puts it back
         self.algorithms_found = AlgorithmChoice.current()
-        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
+        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found, cfg.cudnn_benchmark_limit)
         choice.apply()
         if cfg.deterministic or self.device.type == "cuda":
             self.reporter.info(choice.describe())
@@ -230,6 +223,7 @@ class Trainer:
                 check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name))
                 if self.val_loader is not None:
                     record.update(self._validate())
+                self._record_startup(epoch, record)
                 stopped = self._end_epoch(epoch, record)
                 self.hooks.barrier()
                 self._fire("on_epoch_end")
@@ -277,11 +271,16 @@ class Trainer:
         )
         self.reporter.epoch_start(epoch, cfg.epochs, nb)
         t_start, images, n_steps, lr = time.perf_counter(), 0, 0, _NAN
+        first = epoch == self.start_epoch  # this run's first epoch: its first batch and step are timed
+        if first:
+            self.startup.skip()
         loader = iter(self.train_loader)
         for i in range(nb):
             t0 = time.perf_counter()
             batch = next(loader)
             timer.start_step(time.perf_counter() - t0)
+            if first and i == 0:
+                self.startup.lap("first_batch")
             self.batch_index, ni, t = i, self.iteration, epoch + i / nb
             lr = self.lr_control.step(ni, t)
             if hyp.label_smoothing_decay:
@@ -314,6 +313,8 @@ class Trainer:
             elif i == nb - 1:  # epoch_end: drop: the pending gradients do not reach the next epoch
                 self.optimizer.zero_grad(set_to_none=self.graphed is None)
             self.last_parts = parts
+            if first and i == 0:
+                self.startup.lap("first_step", sync=True)  # once per run: autotuning, graph capture
             host_rows.append([ni, epoch + 1, i, self.step, lr])
             self.iteration += 1
             timer.end_step()
@@ -395,6 +396,15 @@ class Trainer:
         out = {f"metrics/{k}": v for k, v in res.metrics.items()}
         out["val_s"] = res.seconds
         return out
+
+    def _record_startup(self, epoch: int, record: dict[str, Any]) -> None:
+        """The first two epochs' figures into ``self.startup``; ``startup.json`` (re)written, one log line."""
+        if self.graphed is not None and self.graphed.capture_seconds is not None:
+            self.startup.phases["graph_capture"] = self.graphed.capture_seconds
+        if self.startup.epoch(epoch - self.start_epoch, record) and self.hooks.is_main:
+            self.startup.write(self.save_dir)
+            if epoch == self.start_epoch:
+                self.reporter.info(self.startup.summary())
 
     def _end_epoch(self, epoch: int, record: dict[str, Any]) -> bool:
         """Best/early-stop bookkeeping, checkpoints, results.csv. Returns True to stop."""
