@@ -289,7 +289,7 @@ class Trainer:
             if self.channels_last:
                 imgs = imgs.contiguous(memory_format=torch.channels_last)
             imgs = imgs.float().div_(255)
-            labels = batch["labels"].to(dev, non_blocking=True)
+            labels = batch["labels"]  # on the host: the loss checks and counts there, then copies without a wait
             self.last_batch_images = imgs.shape[0]
             images += self.last_batch_images
             with autocast:
