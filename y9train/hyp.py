@@ -50,6 +50,8 @@ HYP_RANGES: dict[str, Range] = {
     "warmup_bias_lr": Range(0.0, 1.0, what="bias learning rate at the start of warmup"),
     "ema_decay": Range(0.0, 1.0, hi_open=True),
     "ema_tau": Range(0.0, what="EMA time constant in optimiser steps; 0 = auto, from the schedule length"),
+    "ema_window": Range(0.0, 1.0, lo_open=True, what="fraction of the planned steps the auto EMA averages"),
+    "average_epochs": Range(0.0, what="epochs; 0 = off"),
     "clip_grad": Range(0.0, what="0 = no clipping"),
     "box": Range(0.0, what="loss gain"),
     "cls": Range(0.0, what="loss gain"),
@@ -72,6 +74,10 @@ RUN_RANGES: dict[str, Range] = {
 @dataclass
 class Hyp:
     """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults).
+
+    Steadiness levers (``docs/training.md``, "Steadiness levers"), each at today's behaviour by default: ``ema_window``
+    (the auto EMA's averaging span), ``average_epochs`` (the mean of the last epochs' EMA weights), ``lrf`` (the final
+    learning rate) and ``close_mosaic`` (the epochs without mosaic).
 
     The recipe switches (``docs/training.md``, "Recipes"; ``configs/hyp-official.yaml`` sets the official value of
     each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
@@ -103,6 +109,8 @@ class Hyp:
     # EMA of the weights: decay * (1 - exp(-updates / tau))
     ema_decay: float = 0.9999
     ema_tau: float = 0.0  # 0: auto, from the schedule length (y9train.optim.resolve_auto)
+    ema_window: float = 0.1  # ema_tau auto: the final EMA averages about this fraction of the planned steps
+    average_epochs: int = 0  # > 0: the final weights are the mean of the last N epochs' EMA weights (weight_average)
     ema_fp16: bool = False  # GPU + fp16 autocast: the EMA fp16 from its first validation (train_dual.py)
     # gradients
     clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)

@@ -44,6 +44,7 @@ from y9train.startup import BackgroundImports, StartupClock
 from y9train.step_timer import StepTimer
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
+from y9train.weight_average import EpochAverage
 
 _NAN = float("nan")
 
@@ -170,6 +171,7 @@ class Trainer:
             self.reporter.info("ema_fp16: the EMA turns fp16 at its first validation" if ema_fp16 else
                                "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32")
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
+        self.averager = EpochAverage(hyp.average_epochs, cfg.epochs)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))
@@ -221,6 +223,9 @@ class Trainer:
                 record = self.train_epoch(epoch)
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
                 check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name))
+                if self.averager.take(epoch, self.ema.module):
+                    self.reporter.info(f"average_epochs: the weights are the mean of the last {self.averager.taken} "
+                                       "epochs' EMA weights")  # fmt: skip
                 if self.val_loader is not None:
                     record.update(self._validate())
                 self._record_startup(epoch, record)
