@@ -22,23 +22,23 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from tests.train.test_loss_model import LABELS
 from y9train.loss import DetectionLoss
 
-aten = torch.ops.aten
-
-#: aten operators whose CUDA implementation makes the host wait for the device
+#: aten operators (by name) whose CUDA implementation makes the host wait for the device
 SYNC_OPS = {
-    aten._local_scalar_dense.default,  # .item(), bool(), int(), float(), .tolist() of one element
-    aten.is_nonzero.default,
-    aten.nonzero.default,
-    aten.argwhere.default,
-    aten.masked_select.default,
-    aten.bincount.default,
-    aten._unique.default,
-    aten._unique2.default,
-    aten.unique_dim.default,
-    aten.unique_consecutive.default,
-    aten.histc.default,
-    aten.lift_fresh.default,  # torch.tensor(data): made on the host, copied with a wait
+    "aten._local_scalar_dense.default",  # .item(), bool(), int(), float(), .tolist() of one element
+    "aten.is_nonzero.default",
+    "aten.nonzero.default",
+    "aten.argwhere.default",
+    "aten.masked_select.default",
+    "aten.bincount.default",
+    "aten._unique.default",
+    "aten._unique2.default",
+    "aten.unique_dim.default",
+    "aten.unique_consecutive.default",
+    "aten.histc.default",
+    "aten.lift_fresh.default",  # torch.tensor(data): made on the host, copied with a wait
 }
+#: indexing operators that wait when an index is a boolean mask
+INDEX_OPS = {"aten.index.Tensor", "aten.index_put.default", "aten.index_put_.default", "aten._index_put_impl_.default"}
 #: Python-level reads of a tensor (on CUDA each copies to the host and waits)
 READS = {
     torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu, torch.Tensor.__bool__,
@@ -74,12 +74,11 @@ class SyncCounter:
                 name = None
                 if counter.reading:  # inside a Python-level read, already counted once
                     pass
-                elif func in SYNC_OPS:
+                elif str(func) in SYNC_OPS:
                     name = str(func)
-                elif func in (aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
-                              aten._index_put_impl_.default) and any(_is_mask(i) for i in (args[1] or [])):  # fmt: skip
+                elif str(func) in INDEX_OPS and any(_is_mask(i) for i in (args[1] or [])):
                     name = f"{func} with a boolean mask"
-                elif func is aten.repeat_interleave.Tensor and kwargs.get("output_size") is None:
+                elif str(func) == "aten.repeat_interleave.Tensor" and kwargs.get("output_size") is None:
                     name = "aten.repeat_interleave without output_size"
                 if name is not None:
                     counter.events.append((name, _where()))
