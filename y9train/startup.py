@@ -162,6 +162,18 @@ class StartupClock:
             return True
         return False
 
+    def end_epoch(
+        self, index: int, record: dict[str, Any], *, graph_capture: float | None, folder: Path | None, report
+    ) -> None:
+        """After this run's ``index``-th epoch: its figures (and the CUDA-graph capture's time) taken, ``startup.json``
+        written to ``folder`` after the first two epochs, and ``report(summary)`` after the first."""
+        if graph_capture is not None:
+            self.phases["graph_capture"] = float(graph_capture)
+        if self.epoch(index, record):
+            self.write(folder)
+            if index == 0:
+                report(self.summary())
+
     def total(self, *names: str) -> float:
         return sum(self.phases.get(n, 0.0) for n in names)
 

@@ -228,7 +228,10 @@ class Trainer:
                                        "epochs' EMA weights")  # fmt: skip
                 if self.val_loader is not None:
                     record.update(self._validate())
-                self._record_startup(epoch, record)
+                if self.hooks.is_main:  # the start's record: startup.json after epochs 1 and 2, one log line
+                    capture = self.graphed.capture_seconds if self.graphed is not None else None
+                    self.startup.end_epoch(epoch - self.start_epoch, record, graph_capture=capture,
+                                           folder=self.save_dir, report=self.reporter.info)  # fmt: skip
                 stopped = self._end_epoch(epoch, record)
                 self.hooks.barrier()
                 self._fire("on_epoch_end")
@@ -401,15 +404,6 @@ class Trainer:
         out = {f"metrics/{k}": v for k, v in res.metrics.items()}
         out["val_s"] = res.seconds
         return out
-
-    def _record_startup(self, epoch: int, record: dict[str, Any]) -> None:
-        """The first two epochs' figures into ``self.startup``; ``startup.json`` (re)written, one log line."""
-        if self.graphed is not None and self.graphed.capture_seconds is not None:
-            self.startup.phases["graph_capture"] = self.graphed.capture_seconds
-        if self.startup.epoch(epoch - self.start_epoch, record) and self.hooks.is_main:
-            self.startup.write(self.save_dir)
-            if epoch == self.start_epoch:
-                self.reporter.info(self.startup.summary())
 
     def _end_epoch(self, epoch: int, record: dict[str, Any]) -> bool:
         """Best/early-stop bookkeeping, checkpoints, results.csv. Returns True to stop."""
