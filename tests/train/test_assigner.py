@@ -243,3 +243,16 @@ def test_host_pair_counts_equal_the_device_ranges(seed):
     chunks = pair_chunks(counts, 40)
     assert [c[0] for c in chunks[1:]] == [c[1] for c in chunks[:-1]] and chunks[-1][1] == len(boxes)
     assert all(total == counts[a:b].sum() and (total <= 40 or b - a == 1) for a, b, total in chunks)
+
+
+def test_true_positions_equal_nonzero_at_a_host_known_size():
+    from y9train.loss.assigner import true_positions
+
+    g = torch.Generator().manual_seed(0)
+    for n, p in [(0, 0.5), (1, 1.0), (50, 0.0), (50, 1.0), (200, 0.1), (200, 0.7)]:
+        mask = torch.rand(n, generator=g) < p
+        for size in (0, int(mask.sum()), int(mask.sum()) + 7, max(int(mask.sum()) - 3, 0)):
+            got = true_positions(mask, size)
+            want = torch.nonzero_static(mask, size=size, fill_value=-1)[:, 0]
+            assert torch.equal(got, want), (n, p, size)
+            assert torch.equal(got[got >= 0], mask.nonzero()[:size, 0])

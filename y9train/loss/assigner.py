@@ -31,7 +31,7 @@ for the official conflict rule.
 
 Host syncs. Every tensor size of rule "y9" is known on the host without reading the device: the candidate count
 from the host's labels (``y9train.loss.pairs.pair_counts``), the kept pairs bounded by ``topk`` per box and taken by
-``torch.nonzero_static`` at that bound, the conflicts and target scores computed as masks over those rows
+``true_positions`` at that bound, the conflicts and target scores computed as masks over those rows
 (``TaskAlignedAssigner.assign``: the rows that are not positives carry ``valid`` False and a target score of 0).
 So on CUDA the assignment never waits for the device (tests/train/test_loss_syncs.py counts every operator that
 would). Rule "official" reads the device for its conflicting anchors (``official_conflicts``: a few reads a batch).
@@ -109,6 +109,16 @@ class Assignment:
         gt[self.batch_idx, self.anchor_idx] = self.gt_idx
         score[self.batch_idx, self.anchor_idx] = self.score
         return fg, gt, score
+
+
+def true_positions(mask: torch.Tensor, size: int) -> torch.Tensor:
+    """``Tensor[size]`` int64: the positions of the first ``size`` True entries of ``mask (Tensor[P] bool)`` in order,
+    then -1 (``torch.nonzero_static(mask, size=size, fill_value=-1)[:, 0]``, written with a cumulative sum and a
+    sorted search: the size is the caller's, known on the host, and no kernel reads a count back)."""
+    seen = torch.cumsum(mask, 0)  # True entries up to and including each position
+    want = torch.arange(1, size + 1, device=mask.device, dtype=seen.dtype)
+    pos = torch.searchsorted(seen, want)  # the first position holding the k-th True entry (P: none)
+    return torch.where(pos < mask.numel(), pos, -1)
 
 
 def alignment(
@@ -334,7 +344,7 @@ class TaskAlignedAssigner:
             iou, align = alignment(cls_logits, pred_boxes, labels, gt, anchor, *metric)
             sel = select_topk(gt - first, align, last - first, self.topk, eps)
             # at most topk pairs per box: taken at that bound, the rows beyond the kept ones marked invalid
-            rows = torch.nonzero_static(sel, size=min(self.topk * (last - first), total), fill_value=-1)[:, 0]
+            rows = true_positions(sel, min(self.topk * (last - first), total))
             ok, rows = rows >= 0, rows.clamp(min=0)
             kept.append((gt[rows], anchor[rows], iou[rows], align[rows], ok))
         if not kept:
