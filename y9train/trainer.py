@@ -139,7 +139,8 @@ class Trainer:
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
         clock.lap("data_yaml")
         if cfg.val and hooks.is_main:
-            require_metrics_backend()
+            require_metrics_backend()  # imports the COCO evaluator
+        clock.lap("imports")
         self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
         self.channels_last = self.device.type == "cuda" if cfg.channels_last is None else cfg.channels_last
         clock.lap("device")
