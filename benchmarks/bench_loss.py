@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> dict:
     x = torch.cat([f.detach().flatten(2) for f in branches[0]], 2)  # [B, 64 + nc, A], as the loss builds it
 
     def assign_once():
-        decoder = loss_fn.anchor_decoder(x[:, :64], grid)
-        return loss_fn.assigner(x[:, 64:].transpose(1, 2), decoder, grid, labels)
+        boxes = loss_fn.decoded_boxes(x[:, :64], grid)
+        return loss_fn.assigner(x[:, 64:].transpose(1, 2), boxes, grid, labels)
 
     asg = assign_once()  # warm-up, and counts
     from y9train.loss.assigner import anchor_ranges

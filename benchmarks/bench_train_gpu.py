@@ -17,7 +17,10 @@ Needs torch (CUDA), numpy, opencv, pyyaml, typer, rich; the full run's validatio
 Also runs on CPU for a smoke test: ``--device cpu --models gelan-t --imgsz 160 --batch 4 --steps 2``.
 ``--ckpt-memory-only`` measures one training step's peak memory with gradient checkpointing off / on (CPU: from
 the profiler's allocator events; CUDA: ``max_memory_allocated``) and exits.
-Writes ``<out>/bench_train.json`` (and ``full_run.json``) and prints a short table.
+Writes ``<out>/bench_train.json`` (and ``full_run.json``) and prints a short table. Each row holds the trainer's own
+record of its start (``startup``: every phase to the first step, ``y9train.startup``). y9 against Ultralytics, each
+alone for a whole run (wall, time to first step, first epoch, steady img/s, peak memory):
+``benchmarks/bench_train_versus.py``.
 """
 
 from __future__ import annotations
@@ -173,6 +176,7 @@ def bench_steps(args, model: str, data: Path, ckpt: bool, out: Path, sampler: Gp
         "seconds": seconds,
         "steps": args.steps,
         "setup_s": marks.get("setup"),
+        "startup": trainer.startup.to_dict(),  # the start by part (y9train.startup), up to the first step
         "amp": str(trainer.amp_dtype).replace("torch.", "") if trainer.amp_dtype else "off",
         "peak_allocated_gb": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
         "peak_reserved_gb": torch.cuda.max_memory_reserved() / 1e9 if cuda else None,

@@ -38,6 +38,7 @@ class AlgorithmChoice:
     cudnn_benchmark: bool
     cudnn_deterministic: bool
     cublas_workspace: str | None
+    cudnn_benchmark_limit: int | None = None  # algorithms cuDNN times per convolution (None: left as found)
 
     @classmethod
     def current(cls) -> AlgorithmChoice:
@@ -47,6 +48,7 @@ class AlgorithmChoice:
             cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
             cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
             cublas_workspace=os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+            cudnn_benchmark_limit=torch.backends.cudnn.benchmark_limit,
         )
 
     def apply(self) -> None:
@@ -58,6 +60,8 @@ class AlgorithmChoice:
         torch.use_deterministic_algorithms(self.deterministic)
         torch.backends.cudnn.benchmark = self.cudnn_benchmark
         torch.backends.cudnn.deterministic = self.cudnn_deterministic
+        if self.cudnn_benchmark_limit is not None:
+            torch.backends.cudnn.benchmark_limit = int(self.cudnn_benchmark_limit)
 
     def describe(self) -> str:
         """One line for the run's log."""
@@ -66,22 +70,31 @@ class AlgorithmChoice:
                 "deterministic: torch's deterministic algorithms, cuDNN autotuning off, cuBLAS workspace "
                 f"{self.cublas_workspace}: one seed trains the same weights on this machine"
             )
-        return "deterministic: off (cuDNN autotuning " + ("on" if self.cudnn_benchmark else "off") + ")"
+        tuning = "on" if self.cudnn_benchmark else "off"
+        if self.cudnn_benchmark and self.cudnn_benchmark_limit is not None:
+            tuning += f", at most {self.cudnn_benchmark_limit or 'all'} algorithms per convolution"
+        return f"deterministic: off (cuDNN autotuning {tuning})"
 
 
-def algorithm_choice(deterministic: bool, device: torch.device, found: AlgorithmChoice) -> AlgorithmChoice:
+def algorithm_choice(
+    deterministic: bool, device: torch.device, found: AlgorithmChoice, benchmark_limit: int | None = None
+) -> AlgorithmChoice:
     """The run's settings, given what the process has now (``found``).
 
     deterministic: everything reproducible (the cuBLAS variable kept if the environment sets one); else on CUDA
-    cuDNN autotuning on and torch's deterministic mode as found; on CPU nothing changes (CPU kernels used in
+    cuDNN autotuning on and torch's deterministic mode as found, with ``benchmark_limit`` (``TrainConfig.
+    cudnn_benchmark_limit``; None keeps torch's, 10; 0 tries every algorithm) bounding how many algorithms cuDNN
+    times per convolution shape, the first-step cost of autotuning; on CPU nothing changes (CPU kernels used in
     training are deterministic, and cuDNN is not used)."""
     if deterministic:
         workspace = found.cublas_workspace or CUBLAS_DETERMINISTIC_WORKSPACE
         return AlgorithmChoice(
-            True, cudnn_benchmark=False, cudnn_deterministic=True, cublas_workspace=workspace
-        )
+            True, cudnn_benchmark=False, cudnn_deterministic=True, cublas_workspace=workspace,
+            cudnn_benchmark_limit=found.cudnn_benchmark_limit,
+        )  # fmt: skip
     if device.type == "cuda":
-        return AlgorithmChoice(found.deterministic, True, found.cudnn_deterministic, found.cublas_workspace)
+        limit = found.cudnn_benchmark_limit if benchmark_limit is None else int(benchmark_limit)
+        return AlgorithmChoice(found.deterministic, True, found.cudnn_deterministic, found.cublas_workspace, limit)
     return found
 
 

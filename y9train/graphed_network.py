@@ -10,7 +10,9 @@ once, at the batch shape of the first full batch, and afterwards replays each wi
   for them (the reason they do not apply is reported), False never;
 - a batch of another shape (the last, smaller batch of an epoch; multi-scale) runs the same module eagerly: both
   use the same parameters and BatchNorm buffers;
-- the capture's warm-up runs the first batch's forward and backward three times on a side stream; gradients are not
+- the capture's warm-up runs the first batch's forward and backward ``warmup_iters`` times on a side stream
+  (``TrainConfig.cuda_graph_warmup``, 3 by default as torch's own; the first one autotunes cuDNN for the shape, each
+  further one costs about a step: 1 bounds the capture at one eager step plus the recording); gradients are not
   accumulated, and the module's buffers (BatchNorm running statistics) are put back afterwards (``kept_buffers``),
   so a capture leaves no trace in the model: a resumed run, which captures again in its first epoch, ends with the
   uninterrupted run's weights (``benchmarks/bench_kill_resume.py --device 0 --deterministic``);
@@ -23,6 +25,7 @@ Autocast must not cache casts while capturing: the trainer opens its autocast wi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -54,13 +57,23 @@ class GraphedNetwork:
         replays / eager_calls: how many batches took each path.
     """
 
-    def __init__(self, module: nn.Module, params: list[torch.Tensor], report: Callable[[str], None] = print):
+    def __init__(
+        self,
+        module: nn.Module,
+        params: list[torch.Tensor],
+        report: Callable[[str], None] = print,
+        warmup_iters: int = 3,
+    ):
+        if int(warmup_iters) < 1:
+            raise ValueError(f"cuda_graph_warmup={warmup_iters}; expected at least 1 warm-up iteration.")
         self.module = module
         self.params = params
         self.report = report
         self.shape: tuple[int, ...] | None = None
         self.failed: str | None = None
         self.replays = self.eager_calls = 0
+        self.capture_seconds: float | None = None  # the capture's wall time, warm-up included (synchronised)
+        self.warmup_iters = int(warmup_iters)
         self._graphed: Callable | None = None
 
     @staticmethod
@@ -93,6 +106,14 @@ class GraphedNetwork:
         return self.module(imgs)
 
     def _capture(self, imgs: torch.Tensor) -> None:
+        t0 = time.perf_counter()
+        try:
+            self._capture_graphs(imgs)
+        finally:
+            torch.cuda.synchronize(imgs.device)
+            self.capture_seconds = time.perf_counter() - t0
+
+    def _capture_graphs(self, imgs: torch.Tensor) -> None:
         # The warm-up on make_graphed_callables' side stream makes AccumulateGrad nodes that the first backward
         # through a replay (on the default stream) meets, and torch warns of a stream mismatch there; the graphed
         # steps equal the eager ones bit for bit (benchmarks/check_cuda_graph.py), so the warning stays off once
@@ -103,7 +124,7 @@ class GraphedNetwork:
             # the warm-up's forwards would move BatchNorm's running statistics
             with kept_buffers(self.module):
                 torch.cuda.make_graphed_callables(
-                    self.module, (imgs,), num_warmup_iters=3, allow_unused_input=True
+                    self.module, (imgs,), num_warmup_iters=self.warmup_iters, allow_unused_input=True
                 )
             # It installs the graphed forward on the module instance; take it off again so that the module stays
             # eager (other shapes, deep copies, checkpoints) and keep the graphed one here.
@@ -134,6 +155,7 @@ def graphed_network(
     distributed: bool,
     report: Callable[[str], None],
     multi_scale: bool = False,
+    warmup_iters: int = 3,
 ) -> GraphedNetwork | None:
     """The trainer's one decision: a ``GraphedNetwork`` when ``cuda_graph`` (``requested``) is None or True and
     graphs apply, else None; when True was asked for and they do not apply, the reason is reported."""
@@ -147,4 +169,4 @@ def graphed_network(
         if requested:
             report(why)
         return None
-    return GraphedNetwork(model, params, report)
+    return GraphedNetwork(model, params, report, warmup_iters)

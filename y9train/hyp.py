@@ -52,6 +52,8 @@ HYP_RANGES: dict[str, Range] = {
     "warmup_bias_lr": Range(0.0, 1.0, what="bias learning rate at the start of warmup"),
     "ema_decay": Range(0.0, 1.0, hi_open=True),
     "ema_tau": Range(0.0, what="EMA time constant in optimiser steps; 0 = auto, from the schedule length"),
+    "ema_window": Range(0.0, 1.0, lo_open=True, what="fraction of the planned steps the auto EMA averages"),
+    "average_epochs": Range(0.0, what="epochs; 0 = off"),
     "clip_grad": Range(0.0, what="0 = no clipping"),
     "box": Range(0.0, what="loss gain"),
     "cls": Range(0.0, what="loss gain"),
@@ -74,6 +76,10 @@ RUN_RANGES: dict[str, Range] = {
 @dataclass
 class Hyp:
     """Hyperparameters (see ``configs/hyp-default.yaml`` for a commented copy of the defaults).
+
+    Steadiness levers (``docs/training.md``, "Steadiness levers"), each at today's behaviour by default: ``ema_window``
+    (the auto EMA's averaging span), ``average_epochs`` (the mean of the last epochs' EMA weights), ``lrf`` (the final
+    learning rate) and ``close_mosaic`` (the epochs without mosaic).
 
     The recipe switches (``docs/training.md``, "Choosing a recipe"; ``configs/hyp-official.yaml`` sets the official value of
     each): ``optimizer`` auto (resolved once at setup, ``y9train.optim.resolve_optimizer``), ``assigner``,
@@ -105,6 +111,8 @@ class Hyp:
     # EMA of the weights: decay * (1 - exp(-updates / tau))
     ema_decay: float = 0.9999
     ema_tau: float = 0.0  # 0: auto, from the schedule length (y9train.optim.resolve_auto)
+    ema_window: float = 0.1  # ema_tau auto: the final EMA averages about this fraction of the planned steps
+    average_epochs: int = 0  # > 0: the final weights are the mean of the last N epochs' EMA weights (weight_average)
     ema_fp16: bool = False  # GPU + fp16 autocast: the EMA fp16 from its first validation (train_dual.py)
     # gradients
     clip_grad: float = 10.0  # max total grad norm; 0 = no clipping (the norm is still logged)
@@ -163,7 +171,9 @@ class TrainConfig:
     else fp16 with a GradScaler; off on CPU) | bf16 | fp16 | off; ``channels_last``: None = on for CUDA only; ``cuda_graph``: the network's
     forward and backward replayed as CUDA graphs, None = wherever they apply (CUDA, one process, no compile or
     gradient checkpointing; ``y9train.graphed_network``); ``deterministic``: reproducible kernels (one seed, the same
-    weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``);
+    weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``); the start's bounds:
+    ``cudnn_benchmark_limit`` (algorithms cuDNN times per convolution shape when autotuning) and
+    ``cuda_graph_warmup`` (eager steps before the capture), both timed in ``startup.json`` (``y9train.startup``);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
@@ -189,6 +199,8 @@ class TrainConfig:
     cuda_graph: bool | None = None  # forward/backward as CUDA graphs; None: where they apply (y9train.graphed_network)
     grad_checkpointing: bool = False
     deterministic: bool = False  # reproducible kernels instead of the fastest (y9train.determinism)
+    cudnn_benchmark_limit: int | None = None  # cuDNN algorithms timed per conv shape; None: torch's (10), 0: all
+    cuda_graph_warmup: int = 3  # eager warm-up steps before a CUDA-graph capture (at least 1)
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False
     val: bool = True
@@ -210,9 +222,14 @@ class TrainConfig:
         _check_choice("amp", self.amp, AMP_MODES)
         if self.cache not in (None, "ram", "disk"):
             raise ValueError(f"cache={self.cache!r}; expected none, ram or disk.")
-        for name in ("imgsz", "epochs", "batch", "log_interval", "max_det"):
+        for name in ("imgsz", "epochs", "batch", "log_interval", "max_det", "cuda_graph_warmup"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
+        if self.cudnn_benchmark_limit is not None and int(self.cudnn_benchmark_limit) < 0:
+            raise ValueError(
+                f"cudnn_benchmark_limit={self.cudnn_benchmark_limit}; expected none, 0 (every algorithm) or a "
+                "positive number of algorithms."
+            )
         if self.imgsz % 32:
             raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
         check_ranges(self, RUN_RANGES, "training option")

@@ -23,11 +23,12 @@ What depends on the schedule's length is resolved once, before the optimiser and
 - ``optimizer: auto`` (``resolve_optimizer``): below ``AUTO_SGD_STEPS`` AdamW with lr0 0.001, beta1 0.9 and
   warmup_bias_lr 0, otherwise SGD with the recipe's lr0 / momentum / warmup_bias_lr;
 - ``ema_tau: 0`` (``resolve_ema_tau``): the EMA's ramp ``decay * (1 - exp(-updates / tau))`` gets
-  ``tau = S / ln(max(2, AUTO_EMA_WINDOW * S))`` for S planned steps (at most ``AUTO_EMA_TAU_MAX``, the official
-  2000): the decay at the last step is then ``1 - 1 / (AUTO_EMA_WINDOW * S)``, an average over about the last
-  10% of the run's steps (they carry about 70% of its weight; the first half of the run nearly none), whatever
-  the run's length. With the official tau of 2000 a 520-step run ends at a decay of 0.23, i.e. its EMA is the
-  latest weights (docs/training.md, "Reading the outputs").
+  ``tau = S / ln(max(2, W * S))`` for S planned steps and ``W = ema_window`` (0.1; at most ``AUTO_EMA_TAU_MAX``, the
+  official 2000): the decay at the last step is then ``1 - 1 / (W * S)``, an average over about the last
+  ``W`` of the run's steps (with 0.1 they carry about 70% of its weight, the first half of the run nearly none),
+  whatever the run's length; ``ema_window`` is a steadiness lever (docs/training.md). With the official tau of 2000
+  a 520-step run ends at a decay of 0.23, i.e. its EMA is the latest weights (docs/training.md, "Reading the
+  outputs").
 
 Accumulation (``AccumulationRule``): an optimiser step happens when the batches since the last step
 (``ni - last_opt_step``, counted across epochs) reach ``accumulate(ni)``: ``round(nbs / batch)`` (at least 1), or
@@ -78,8 +79,6 @@ AUTO_SGD_STEPS = 10_000
 AUTO_ADAMW = {"lr0": 0.001, "momentum": 0.9, "warmup_bias_lr": 0.0}
 
 
-#: ``ema_tau: 0``: the final EMA averages about this fraction of the run's optimiser steps
-AUTO_EMA_WINDOW = 0.1
 #: ... and tau is at most this (the official recipe's)
 AUTO_EMA_TAU_MAX = 2000.0
 
@@ -109,15 +108,15 @@ def resolve_optimizer(hyp: Hyp, *, epochs: int, train_images: int, batch: int) -
 
 def resolve_ema_tau(hyp: Hyp, *, steps: int) -> tuple[Hyp, str | None]:
     """``(hyp with a concrete ema_tau, the one-line report or None)``: ``ema_tau: 0`` becomes
-    ``min(AUTO_EMA_TAU_MAX, S / ln(max(2, AUTO_EMA_WINDOW * S)))`` for ``S = max(steps, 1)`` planned optimiser
+    ``min(AUTO_EMA_TAU_MAX, S / ln(max(2, W * S)))`` for ``S = max(steps, 1)`` planned optimiser
     steps (module docstring), rounded to 0.1; a positive ema_tau is returned unchanged."""
     if hyp.ema_tau > 0:
         return hyp, None
     s = max(int(steps), 1)
-    tau = round(min(AUTO_EMA_TAU_MAX, s / math.log(max(2.0, AUTO_EMA_WINDOW * s))), 1)
+    tau = round(min(AUTO_EMA_TAU_MAX, s / math.log(max(2.0, hyp.ema_window * s))), 1)
     last = hyp.ema_decay * (1.0 - math.exp(-s / tau))
     return replace(hyp, ema_tau=tau), (
-        f"ema_tau auto -> {tau:g} (the EMA averages about the last {AUTO_EMA_WINDOW:.0%} of {s} planned steps; "
+        f"ema_tau auto -> {tau:g} (the EMA averages about the last {hyp.ema_window:.0%} of {s} planned steps; "
         f"decay {last:.3f} at the last step)"
     )
 

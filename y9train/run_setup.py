@@ -205,6 +205,41 @@ def _short(names: list[str], limit: int = 10) -> str:
     return f"[{text}{', ...' if len(names) > limit else ''}]"
 
 
+def model_for_run(config, data_cfg, resume, device: torch.device, channels_last: bool, *, report=log.info) -> YOLO:
+    """The model a run trains, in train mode on ``device`` (float32, channels-last when asked): the resumed
+    checkpoint's (``resume``: ``(path, payload, state)``), or ``config.model`` by name or path (``load_model_for_training``;
+    ``hyp.bias_prior_imgsz``, ``hyp.init_fp16_round``)."""
+    hyp = config.hyp
+    if resume:
+        from y9train.checkpoint import model_from_payload
+
+        path, payload, _ = resume
+        model = model_from_payload(payload, str(path))
+    else:
+        prior = hyp.bias_prior_imgsz or config.imgsz  # image size of the class-bias prior of a fresh head
+        model = load_model_for_training(config.model, data_cfg, imgsz=prior, new_head=config.new_head, report=report)
+        if hyp.init_fp16_round:
+            model.half()  # the .float() below makes it float32 again: rounded to fp16 once
+    model.set_grad_checkpointing(config.grad_checkpointing)
+    fmt = torch.channels_last if channels_last else torch.preserve_format
+    return model.float().train().to(device, memory_format=fmt)
+
+
+def loss_for_run(model: YOLO, hyp, device: torch.device, amp_dtype: torch.dtype | None, *, report=log.info):
+    """The ``DetectionLoss`` of a run from its hyperparameters; ``loss_fp16`` takes effect only under fp16 autocast on
+    a GPU (``fp16_as_official``), and the log says which path the run took."""
+    from y9train.loss import DetectionLoss
+
+    loss_fp16 = fp16_as_official(hyp.loss_fp16, device, amp_dtype)
+    if hyp.loss_fp16:
+        report("loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss" if loss_fp16 else
+               "loss_fp16: off here (it needs fp16 autocast); the loss stays float32")  # fmt: skip
+    return DetectionLoss.from_model(
+        model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls, dfl_gain=hyp.dfl,
+        aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
+    )  # fmt: skip
+
+
 def cpu_count() -> int:
     """CPUs this process may run on."""
     import os

@@ -4,7 +4,8 @@
 checkpoint's own ``"model"`` entry holds the EMA weights that get deployed), ``optimizer``, ``scaler`` (or None),
 ``ema_updates``, ``epoch`` (the last finished epoch), ``iteration`` (batches seen), ``step`` (optimiser steps),
 ``best_fitness``, ``best_epoch``, ``history`` (one dict of floats per finished epoch), ``config`` (the run's
-``TrainConfig`` as a dict) and ``rng`` (torch, CUDA, numpy and python generator states as tensors and lists).
+``TrainConfig`` as a dict), ``rng`` (torch, CUDA, numpy and python generator states as tensors and lists) and
+``average`` (``y9train.weight_average``'s running sum, or None).
 
 After every epoch ``last.pt`` is written first, then (on a better fitness) ``best.pt``, each atomically. A kill
 between the two leaves the previous ``best.pt`` intact, and ``last.pt`` then records the new best epoch as its own
@@ -222,6 +223,7 @@ def snapshot_run(trainer, epoch: int, record: dict[str, Any], improved: bool) ->
         "history": history,
         "config": cfg.to_dict(),
         "rng": rng_state(),
+        "average": cpu_copy(trainer.averager.state_dict()),  # None unless Hyp.average_epochs is summing
     }
     weights = trainer.save_dir / "weights"
     last = checkpoint_payload(trainer.ema.module, weights / "last.pt", train_state=state, **meta)
@@ -289,6 +291,7 @@ def restore_run(trainer, path: Path, payload: dict[str, Any], state: dict[str, A
             "unmodified y9 train run."
         ) from None
     set_implementation(trainer.optimizer, trainer.device)
+    trainer.averager.load(state.get("average"))
     if trainer.scaler is not None and state.get("scaler"):
         trainer.scaler.load_state_dict(state["scaler"])
     trainer.start_epoch = int(state["epoch"]) + 1

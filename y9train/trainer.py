@@ -40,6 +40,7 @@ from y9train.plots import plot_run
 from y9train.previews import TrainingPreviews
 from y9train.reporting import Reporter, StepLog
 from y9train.run_setup import open_run_dir
+from y9train.startup import BackgroundImports, StartupClock
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
 from y9train.trainer_setup import TrainerSetup
@@ -105,13 +106,18 @@ class Trainer(TrainerSetup):
     # ------------------------------------------------------------------------------------------ setup
     def setup(self) -> None:
         """Everything before the first batch (``fit`` calls it): device and precision, model and loss, data,
-        optimisation, the run folder (or the resumed state), then the kernel choice."""
+        optimisation, the run folder (or the resumed state), then the kernel choice; each part is timed into
+        ``self.startup`` (``y9train.startup``: ``startup.json`` in the run folder)."""
         cfg, hooks = self.config, self.hooks
-        use_scaler = self._setup_device()
-        self._setup_model(use_scaler)
-        self._setup_data()
+        clock = self.startup = StartupClock()
+        imports = BackgroundImports()  # the optimiser's imports, beside device, model and data set-up
+        try:
+            self._setup_model_and_data(clock, imports)
+        finally:
+            imports.join()
+        clock.lap("optimizer_imports")  # what the phases since "imports" left of them
         self._setup_optimisation()
-
+        clock.lap("optimizer", sync=True)
         self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):
             resumed = self._resume[0] if self._resume else None
@@ -126,7 +132,7 @@ class Trainer(TrainerSetup):
             self.previews.labels(self.train_ds.labels)
         # last, after everything that can fail (nothing above runs a convolution or a matmul): fit puts it back
         self.algorithms_found = AlgorithmChoice.current()
-        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found)
+        choice = algorithm_choice(cfg.deterministic, self.device, self.algorithms_found, cfg.cudnn_benchmark_limit)
         choice.apply()
         if cfg.deterministic or self.device.type == "cuda":
             self.reporter.info(choice.describe())
@@ -155,8 +161,15 @@ class Trainer(TrainerSetup):
                 record = self.train_epoch(epoch)
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
                 check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name or "the run"))
+                if self.averager.take(epoch, self.ema.module):
+                    self.reporter.info(f"average_epochs: the weights are the mean of the last {self.averager.taken} "
+                                       "epochs' EMA weights")  # fmt: skip
                 if self.val_loader is not None:
                     record.update(self._validate())
+                if self.hooks.is_main:  # the start's record: startup.json after epochs 1 and 2, one log line
+                    capture = self.graphed.capture_seconds if self.graphed is not None else None
+                    self.startup.end_epoch(epoch - self.start_epoch, record, graph_capture=capture,
+                                           folder=self.save_dir, report=self.reporter.info)  # fmt: skip
                 stopped = self._end_epoch(epoch, record)
                 self.hooks.barrier()
                 self._fire("on_epoch_end")
@@ -214,11 +227,16 @@ class Trainer(TrainerSetup):
         )
         self.reporter.epoch_start(epoch, cfg.epochs, nb)
         t_start, images, n_steps, lr = time.perf_counter(), 0, 0, _NAN
+        first = epoch == self.start_epoch  # this run's first epoch: its first batch and step are timed
+        if first:
+            self.startup.skip()
         loader = iter(self.train_loader)
         for i in range(nb):
             t0 = time.perf_counter()
             batch = next(loader)
             timer.start_step(time.perf_counter() - t0)
+            if first and i == 0:
+                self.startup.lap("first_batch")
             self.batch_index, ni, t = i, self.iteration, epoch + i / nb
             lr = self.lr_control.step(ni, t)
             if hyp.label_smoothing_decay:
@@ -227,7 +245,7 @@ class Trainer(TrainerSetup):
             if self.channels_last:
                 imgs = imgs.contiguous(memory_format=torch.channels_last)
             imgs = imgs.float().div_(255)
-            labels = batch["labels"].to(dev, non_blocking=True)
+            labels = batch["labels"]  # on the host: the loss checks and counts there, then copies without a wait
             self.last_batch_images = imgs.shape[0]
             images += self.last_batch_images
             with autocast:
@@ -251,6 +269,8 @@ class Trainer(TrainerSetup):
             elif i == nb - 1:  # epoch_end: drop: the pending gradients do not reach the next epoch
                 self.optimizer.zero_grad(set_to_none=self.graphed is None)
             self.last_parts = parts
+            if first and i == 0:
+                self.startup.lap("first_step", sync=True)  # once per run: autotuning, graph capture
             host_rows.append([ni, epoch + 1, i, self.step, lr])
             self.iteration += 1
             timer.end_step()

@@ -1,12 +1,11 @@
 """The setup half of ``y9train.trainer.Trainer``: the steps of ``Trainer.setup`` before the run folder, each a method
 that sets the trainer's own attributes (``Trainer`` inherits them; they read its ``config``, ``hooks``, ``reporter``
-and ``_resume`` and nothing else).
+and ``_resume`` and nothing else). Each part is timed into the run's ``StartupClock`` (``y9train.startup``).
 
-- ``_setup_device``: device, seeds, data.yaml, the metrics backend, autocast dtype, memory format;
-- ``_setup_model``: the model (resumed or fresh) on the device, the GradScaler, the loss;
-- ``_setup_data``: datasets and loaders;
-- ``_setup_optimisation``: ``optimizer: auto`` / ``ema_tau: 0`` decided once, EMA, optimiser, accumulation, the
-  learning-rate schedule, CUDA graphs, the step timer.
+- ``_setup_model_and_data``: device, seeds, data.yaml, the metrics backend, autocast dtype and memory format, the
+  model (resumed or fresh) on the device and its facts, the GradScaler, the loss, datasets and loaders;
+- ``_setup_optimisation``: ``optimizer: auto`` / ``ema_tau: 0`` decided once, EMA, epoch average, optimiser,
+  accumulation, the learning-rate schedule, CUDA graphs, the step timer.
 """
 
 from __future__ import annotations
@@ -16,102 +15,68 @@ import torch
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
+from y9train.startup import BackgroundImports, StartupClock
 from y9train.step_timer import StepTimer
+from y9train.weight_average import EpochAverage
 
 
 class TrainerSetup:
     """Mixed into ``Trainer``: see the module docstring."""
 
-    def _setup_device(self) -> bool:
-        """The device, seeds, the data.yaml, the metrics backend, the autocast dtype and memory format; returns
-        whether the run needs a GradScaler."""
+    def _setup_model_and_data(self, clock: StartupClock, imports: BackgroundImports) -> None:
+        """Device, AMP, data.yaml, the model on the device (and the facts every checkpoint carries), the loss,
+        datasets and loaders."""
         from y9core.val_result import require_metrics_backend
+        from y9train.checkpoint_facts import trained_facts
         from y9train.data import load_data_yaml
-        from y9train.run_setup import resolve_amp, resolve_device, seed_everything
+        from y9train.hyp import recipe_name
+        from y9train.run_data import build_run_data
+        from y9train.run_setup import (
+            cpu_count,
+            loss_for_run,
+            model_for_run,
+            resolve_amp,
+            resolve_device,
+            seed_everything,
+        )
 
+        clock.lap("imports")
+        imports.start()
         cfg, hooks = self.config, self.hooks
         self.device = hooks.select_device(resolve_device(cfg.device))
+        clock.set_device(self.device)
         seed_everything(cfg.seed + hooks.rank)
+        clock.lap("device", sync=True)
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
+        clock.lap("data_yaml")
         if cfg.val and hooks.is_main:
-            require_metrics_backend()
+            require_metrics_backend()  # imports the COCO evaluator
+        clock.lap("imports")
         self.amp_dtype, use_scaler = resolve_amp(cfg.amp_mode(self.device.type), self.device)
-        cuda = self.device.type == "cuda"
-        self.channels_last = cuda if cfg.channels_last is None else cfg.channels_last
-        return use_scaler
-
-    def _setup_model(self, use_scaler: bool) -> None:
-        """The model (from the resumed checkpoint, or built / loaded fresh) on the device, the GradScaler and the
-        loss."""
-        from y9train.checkpoint_facts import trained_facts
-        from y9train.hyp import recipe_name
-        from y9train.loss import DetectionLoss
-        from y9train.run_setup import fp16_as_official, load_model_for_training
-
-        cfg, hyp = self.config, self.config.hyp
-        if self._resume:
-            from y9train.checkpoint import model_from_payload
-
-            path, payload, state = self._resume
-            model = model_from_payload(payload, str(path))
-        else:
-            prior = hyp.bias_prior_imgsz or cfg.imgsz  # image size of the class-bias prior of a fresh head
-            model = load_model_for_training(cfg.model, self.data_cfg, imgsz=prior, new_head=cfg.new_head,
-                                            report=self.reporter.info)  # fmt: skip
-            if hyp.init_fp16_round:
-                model.half()  # the .float() below makes it float32 again: rounded to fp16 once
-        model.set_grad_checkpointing(cfg.grad_checkpointing)
-        fmt = torch.channels_last if self.channels_last else torch.preserve_format
-        self.model = model.float().train().to(self.device, memory_format=fmt)
-        self.facts = trained_facts(self.model, imgsz=cfg.imgsz, recipe=recipe_name(hyp))  # into every checkpoint
+        self.channels_last = self.device.type == "cuda" if cfg.channels_last is None else cfg.channels_last
+        clock.lap("device")
+        self.model = model_for_run(cfg, self.data_cfg, self._resume, self.device, self.channels_last,
+                                   report=self.reporter.info)  # fmt: skip
+        self.facts = trained_facts(self.model, imgsz=cfg.imgsz, recipe=recipe_name(cfg.hyp))  # into every checkpoint
+        clock.lap("model", sync=True)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
-        loss_fp16 = fp16_as_official(hyp.loss_fp16, self.device, self.amp_dtype)
-        if hyp.loss_fp16:  # the run's log says which loss path it took
-            self.reporter.info(
-                "loss_fp16: the loss rounds to fp16 as train_dual.py's autocast loss"
-                if loss_fp16
-                else "loss_fp16: off here (it needs fp16 autocast); the loss stays float32"
-            )
-        self.loss_fn = DetectionLoss.from_model(
-            self.model, label_smoothing=hyp.label_smoothing, box_gain=hyp.box, cls_gain=hyp.cls,
-            dfl_gain=hyp.dfl, aux_weight=hyp.aux_weight, assigner_rule=hyp.assigner, fp16=loss_fp16,
-        )  # fmt: skip
-
-    def _setup_data(self) -> None:
-        """The training and validation datasets and loaders (validation on the main process only)."""
-        from y9core.data.dataset_warnings import dataset_warnings
-        from y9train.data import AugmentConfig, YoloDataset, build_dataloader
-        from y9train.run_setup import cpu_count
-
-        cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
+        self.loss_fn = loss_for_run(self.model, cfg.hyp, self.device, self.amp_dtype, report=self.reporter.info)
+        clock.lap("loss")
         workers = max(0, min(cfg.workers, cpu_count()))
-        common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
-        aug = AugmentConfig.from_dict(hyp.to_dict())
-        self.train_ds = YoloDataset.from_yaml(self.data_cfg, "train", hyp=aug, **common)
-        self.val_ds = (
-            YoloDataset.from_yaml(self.data_cfg, "val", augment=False, **common) if cfg.val else None
-        )
-        for ds in (self.train_ds, self.val_ds):
-            for p, why in ds.skipped if ds is not None else []:
-                self.reporter.warn(f"image {p} is skipped ({why}); the run continues without it.")
-        sets = {k: ds.label_set for k, ds in (("train", self.train_ds), ("val", self.val_ds)) if ds is not None}
-        for text in dataset_warnings(self.data_cfg, sets):  # near-duplicate names, val = train, orphans, EXIF
-            self.reporter.warn(text)
-        self.train_loader = hooks.build_train_loader(
-            self.train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
-        )
-        self.val_loader = None
-        if self.val_ds is not None and hooks.is_main:
-            self.val_loader = build_dataloader(self.val_ds, cfg.val_batch or cfg.batch * 2, workers=workers)
+        data = build_run_data(cfg, self.data_cfg, hooks, workers=workers, report_skip=self.reporter.warn,
+                              clock=clock)  # fmt: skip
+        self.train_ds, self.val_ds = data.train_ds, data.val_ds
+        self.train_loader, self.val_loader = data.train_loader, data.val_loader
         self.nb = len(self.train_loader)
 
     def _setup_optimisation(self) -> None:
         """``optimizer: auto`` and ``ema_tau: 0`` decided (once: the run's config keeps the concrete values), the
-        EMA, the optimiser, gradient accumulation, the learning-rate schedule, the CUDA graphs and the step timer."""
+        EMA, the epoch average, the optimiser, gradient accumulation, the learning-rate schedule, the CUDA graphs and
+        the step timer."""
         from y9train.run_setup import fp16_as_official
 
-        cfg, hyp, hooks = self.config, self.config.hyp, self.hooks
-        hyp, notes = resolve_auto(hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
+        cfg, hooks = self.config, self.hooks
+        hyp, notes = resolve_auto(cfg.hyp, epochs=cfg.epochs, train_images=len(self.train_ds), batch=cfg.batch)
         if notes:  # decided once: the run's config (checkpoints, resume) holds the concrete values
             self.config.hyp = hyp
             for note in notes:
@@ -124,6 +89,7 @@ class TrainerSetup:
                 else "ema_fp16: off here (it needs a CUDA device under fp16 autocast); the EMA stays float32"
             )
         self.ema = ModelEMA(self.model, hyp.ema_decay, hyp.ema_tau, fp16_from_validation=ema_fp16)
+        self.averager = EpochAverage(hyp.average_epochs, cfg.epochs)
         self.optimizer = build_optimizer(self.model, hyp, batch=cfg.batch, device=self.device)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
         self.accumulation = AccumulationRule.from_hyp(hyp, cfg.batch, warmup_iters(hyp, self.nb))
@@ -133,7 +99,7 @@ class TrainerSetup:
         self.graphed = graphed_network(
             self.model, self.params, self.device, requested=cfg.cuda_graph, compile=cfg.compile,
             grad_checkpointing=cfg.grad_checkpointing, distributed=hooks.world_size > 1, report=self.reporter.info,
-            multi_scale=hyp.multi_scale,
+            multi_scale=hyp.multi_scale, warmup_iters=cfg.cuda_graph_warmup,
         )  # fmt: skip
         self.train_model = self.graphed or hooks.wrap_model(net)
         self.timer = StepTimer(self.device, enabled=cfg.profile)

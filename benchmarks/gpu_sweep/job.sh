@@ -1,12 +1,16 @@
 # job NAME DATASET(deeppcb|neu-det) MODEL SEED WORKERS [bench_accuracy run args...]
+# CODE: the y9 tree the run uses (default $W/code; e.g. $W/old, a `git archive` of an older commit);
+# GPUS=N: the runs go to GPUs 0..N-1 in turn (CUDA_VISIBLE_DEVICES), by the number of runs started so far.
 job() {
   local name=$1 ds=$2 model=$3 seed=$4 workers=$5; shift 5
-  local d=$W/jobs/$name
+  local d=$W/jobs/$name code=${CODE:-$W/code} gpu=""
   mkdir -p $d
   cp -r $W/data/$ds $d/data
-  (cd $W/code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds > $d/split.log 2>&1)
-  echo "$(date +%s) start $name" >> $W/times.txt
-  (cd $W/code && setsid nohup bash -c "python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label ${name%-s[0-9]} $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; rc=\$?; echo \"\$(date +%s) end $name rc=\$rc\" >> $W/times.txt" > /dev/null 2>&1 &)
+  (cd $code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds > $d/split.log 2>&1)
+  touch $W/times.txt
+  [ -n "${GPUS:-}" ] && gpu="CUDA_VISIBLE_DEVICES=$(( $(grep -c " start " $W/times.txt) % GPUS ))"
+  echo "$(date +%s) start $name $gpu" >> $W/times.txt
+  (cd $code && setsid nohup bash -c "$gpu python3 benchmarks/bench_accuracy.py run --data $d/splits/$ds/data.yaml --out $d/r --model $model --seed $seed --workers $workers --label ${name%-s[0-9]} $* ${SMOKE_ARGS:-} > $d/log.txt 2>&1; rc=\$?; echo \"\$(date +%s) end $name rc=\$rc\" >> $W/times.txt" > /dev/null 2>&1 &)
 }
 stage() { # stage DATASET from .dev/dataN
   for f in .dev/data*/$1; do [ -d $f ] && [ ! -d $W/data/$1 ] && mkdir -p $W/data && cp -r $f $W/data/$1 && touch $W/data/$1.staged; done

@@ -223,3 +223,36 @@ def test_official_rule_needs_ciou_and_names_the_choices():
         TaskAlignedAssigner(rule="official")
     with pytest.raises(ValueError, match="expected one of y9, official"):
         TaskAlignedAssigner(rule="tood")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_host_pair_counts_equal_the_device_ranges(seed):
+    """The candidate count per box, counted on the host in numpy (what sizes the assigner's tensors without a read
+    from the device), equals the count of the anchors strictly inside each box, and ``anchor_ranges``' count."""
+    from y9train.loss.pairs import anchor_ranges, pair_chunks, pair_counts
+
+    _, _, grid, labels = _problem(seed)
+    boxes = torch.cat([labels[:, 2:6], torch.tensor([[3.9, 4.1, 4.1, 3.9], [-50.0, -50.0, 500.0, 500.0]])])
+    pts = grid.pixel_points()
+    x1, y1, x2, y2 = (boxes[:, None, k] for k in range(4))
+    inside = ((pts[None, :, 0] > x1) & (pts[None, :, 0] < x2) & (pts[None, :, 1] > y1) & (pts[None, :, 1] < y2))
+    counts = pair_counts(boxes.numpy(), grid)
+    r = anchor_ranges(boxes, grid)
+    assert counts.tolist() == inside.sum(1).tolist() == (r[2] * r[3]).sum(1).tolist()
+    assert counts[-2] == 0 and counts[-1] == grid.num_anchors  # no anchor inside; every anchor inside
+    chunks = pair_chunks(counts, 40)
+    assert [c[0] for c in chunks[1:]] == [c[1] for c in chunks[:-1]] and chunks[-1][1] == len(boxes)
+    assert all(total == counts[a:b].sum() and (total <= 40 or b - a == 1) for a, b, total in chunks)
+
+
+def test_true_positions_equal_nonzero_at_a_host_known_size():
+    from y9train.loss.assigner import true_positions
+
+    g = torch.Generator().manual_seed(0)
+    for n, p in [(0, 0.5), (1, 1.0), (50, 0.0), (50, 1.0), (200, 0.1), (200, 0.7)]:
+        mask = torch.rand(n, generator=g) < p
+        for size in (0, int(mask.sum()), int(mask.sum()) + 7, max(int(mask.sum()) - 3, 0)):
+            got = true_positions(mask, size)
+            want = torch.nonzero_static(mask, size=size, fill_value=-1)[:, 0]
+            assert torch.equal(got, want), (n, p, size)
+            assert torch.equal(got[got >= 0], mask.nonzero()[:size, 0])

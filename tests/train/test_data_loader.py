@@ -122,3 +122,9 @@ def test_rect_validation_batches(tmp_path):
 def test_rect_is_refused_for_training(shared, tmp_path):
     with pytest.raises(ValueError, match="rect batches are for validation"):
         build_dataloader(coco8(shared, tmp_path, cache=None), 2, workers=0, rect=True)
+
+
+def test_no_more_workers_than_batches(tmp_path):
+    ds = YoloDataset.from_yaml(coco_pair_dataset(tmp_path), "val", augment=False, imgsz=160, label_cache=False)
+    assert build_dataloader(ds, 64, workers=8).num_workers == 1  # one batch: one worker process, not eight
+    assert build_dataloader(ds, 64, workers=0).num_workers == 0

@@ -44,6 +44,23 @@ def test_the_default_autotunes_cudnn_on_cuda_and_changes_nothing_on_cpu():
     assert algorithm_choice(False, CUDA, found_on) == AlgorithmChoice(True, True, True, ":4096:8")
 
 
+def test_cudnn_benchmark_limit_bounds_autotuning_on_cuda_only():
+    limited = algorithm_choice(False, CUDA, FOUND, 3)
+    assert limited == AlgorithmChoice(False, True, False, None, cudnn_benchmark_limit=3)
+    assert "at most 3 algorithms per convolution" in limited.describe()
+    assert "every" not in algorithm_choice(False, CUDA, FOUND, 0).describe()  # 0: all of them ("all")
+    assert algorithm_choice(False, CUDA, AlgorithmChoice(False, True, False, None, 10)).cudnn_benchmark_limit == 10
+    assert algorithm_choice(True, CUDA, FOUND, 3).cudnn_benchmark_limit is None  # no autotuning: nothing to bound
+    assert algorithm_choice(False, CPU, FOUND, 3) == FOUND
+    before, limit = AlgorithmChoice.current(), torch.backends.cudnn.benchmark_limit
+    try:
+        limited.apply()
+        assert torch.backends.cudnn.benchmark_limit == 3
+    finally:
+        before.apply()
+        torch.backends.cudnn.benchmark_limit = limit  # None on a build without cuDNN, which apply leaves alone
+
+
 def test_apply_and_current_round_trip_and_restore():
     before = AlgorithmChoice.current()
     wanted = AlgorithmChoice(True, False, True, ":4096:8")

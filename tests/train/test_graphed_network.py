@@ -8,10 +8,12 @@ graphs where they do not apply changes nothing but one report line.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
 from y9train.graphed_network import GraphedNetwork, graphed_network
+from y9train.hyp import TrainConfig
 from y9train.trainer import Trainer
 
 
@@ -105,3 +107,14 @@ def test_kept_buffers_restores_after_an_error_too():
     except RuntimeError:
         pass
     assert torch.equal(bn.running_mean, mean) and int(bn.num_batches_tracked) == 0
+
+
+def test_the_capture_warmup_is_a_bounded_option():
+    net = GraphedNetwork(torch.nn.Linear(2, 2), [], warmup_iters=1)
+    assert net.warmup_iters == 1 and net.capture_seconds is None  # set by the capture (CUDA)
+    with pytest.raises(ValueError, match="at least 1 warm-up"):
+        GraphedNetwork(torch.nn.Linear(2, 2), [], warmup_iters=0)
+    with pytest.raises(ValueError, match="cuda_graph_warmup=0"):
+        TrainConfig(data="d.yaml", cuda_graph_warmup=0)
+    with pytest.raises(ValueError, match="cudnn_benchmark_limit=-1"):
+        TrainConfig(data="d.yaml", cudnn_benchmark_limit=-1)

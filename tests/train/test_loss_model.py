@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.train.trainer_fixtures import one_thread  # noqa: F401 - fixture
 from y9train.loss import DetectionLoss
 from y9train.models import build_model
 
@@ -34,3 +35,38 @@ def test_loss_backpropagates_through_a_real_model(name):
         assert all(torch.isfinite(g).all() for g in box_grads) and any(g.abs().sum() > 0 for g in box_grads)
     first = next(model.parameters())
     assert first.grad is not None and first.grad.abs().sum() > 0  # down to the stem
+
+
+def _loss_and_grads(model, x, memory_format):
+    model.zero_grad(set_to_none=True)
+    model = model.to(memory_format=memory_format)
+    labels = LABELS.clone()
+    labels[:, 2:] *= x.shape[-1] / 160  # the boxes of LABELS on this input size
+    total, parts = DetectionLoss.from_model(model, label_smoothing=0.1)(
+        model(x.contiguous(memory_format=memory_format)), labels
+    )
+    total.backward()
+    grads = {n: p.grad.detach().contiguous().clone() for n, p in model.named_parameters() if p.grad is not None}
+    return total.detach(), {k: v.detach() for k, v in parts.items()}, grads
+
+
+def test_channels_last_gives_the_same_loss_and_gradients():
+    """The trainer runs CUDA in channels-last (NHWC strides); the loss and every parameter's gradient are those of
+    the default layout (a dual model: both branches, every level). In float64, so that the comparison is not of the
+    rounding of a random network's 900 BatchNorm'd gradients (in float32 they agree to about 0.3% of each tensor's
+    largest value); the loss itself computes in float32, from the same maps."""
+    torch.manual_seed(0)
+    model = build_model("yolov9-t", nc=3).train().double()
+    x = torch.rand(2, 3, 96, 96, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    t0, p0, g0 = _loss_and_grads(model, x, torch.contiguous_format)
+    model.load_state_dict(state)  # the BatchNorm statistics the first forward moved
+    t1, p1, g1 = _loss_and_grads(model, x, torch.channels_last)
+    assert next(model.parameters()).is_contiguous(memory_format=torch.channels_last) and p0["box"] > 0
+    torch.testing.assert_close(t1, t0, rtol=1e-6, atol=1e-6)
+    for k in p0:
+        torch.testing.assert_close(p1[k], p0[k], rtol=1e-6, atol=1e-6)
+    assert g0.keys() == g1.keys() and sum(bool(g.abs().sum() > 0) for g in g0.values()) > 0.9 * len(g0)
+    for name in g0:
+        scale = float(g0[name].abs().max()) + 1e-30
+        torch.testing.assert_close(g1[name] / scale, g0[name] / scale, rtol=0, atol=1e-6, msg=name)

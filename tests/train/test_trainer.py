@@ -16,6 +16,7 @@ import torch
 from typer.testing import CliRunner
 
 from tests.conftest import REPO, shared_path
+from tests.train.test_startup import check_startup_record
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
 from y9train.checkpoint import load_checkpoint, read_checkpoint
 from y9train.reporting import read_csv
@@ -79,6 +80,8 @@ def _run_config(tmp_path, name):
 def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path):
     full = Trainer(_run_config(tmp_path, "full")).fit()
     assert full.epochs_run == 3 and full.steps == 6  # 3 train images, batch 2: 2 batches (= steps) per epoch
+    facts = check_startup_record(full)["facts"]  # the run's own record of its fixed costs (test_startup.py)
+    assert facts["train_images"] == 3 and facts["val_images"] == 1
 
     def interrupt(trainer):
         if trainer.epoch == 1 and trainer.batch_index == 0:

@@ -17,6 +17,7 @@ The randomness of a sample comes from ``numpy.random.default_rng([seed, epoch, i
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,7 @@ class YoloDataset:
         self.hyp = hyp or AugmentConfig()
         self.seed = int(seed)
         cache = "ram" if cache is True else None if cache in (False, None, "none", "") else cache
+        t0 = time.perf_counter()
         labelset = load_labels(
             [Path(p) for p in images],
             self.nc,
@@ -103,6 +105,7 @@ class YoloDataset:
         self.shapes: np.ndarray = labelset.shapes  # (h, w) of the source images
         self.skipped = [*(skipped or []), *labelset.skipped]  # entries left out of list files / folders first
         self.label_issues = labelset.issues
+        t1 = time.perf_counter()
         self.images = ImageCache(
             self.files,
             self.shapes,
@@ -112,6 +115,8 @@ class YoloDataset:
             workers=workers,
             fast_decode=self.augment,
         )
+        #: seconds spent building the dataset: ``labels`` (scan or label cache read), ``images`` (image cache fill)
+        self.build_seconds = {"labels": t1 - t0, "images": time.perf_counter() - t1}
         self.epoch = 0
         self.mosaic = self.augment and self.hyp.mosaic > 0
         self._canvas: np.ndarray | None = None

@@ -28,17 +28,26 @@ Differences from the official implementation, on purpose: it builds dense ``[bat
 tensors; this module only touches (box, candidate anchor) pairs (VisDrone boxes cover ~20 anchors of 8400),
 chunked so that at most ``max_pairs`` pairs live at once, plus (conflicting anchor, box of its image) pairs
 for the official conflict rule.
+
+Host syncs. Every tensor size of rule "y9" is known on the host without reading the device: the candidate count
+from the host's labels (``y9train.loss.pairs.pair_counts``), the kept pairs bounded by ``topk`` per box and taken by
+``true_positions`` at that bound, the conflicts and target scores computed as masks over those rows
+(``TaskAlignedAssigner.assign``: the rows that are not positives carry ``valid`` False and a target score of 0).
+So on CUDA the assignment never waits for the device (tests/train/test_loss_syncs.py counts every operator that
+would). Rule "official" reads the device for its conflicting anchors (``official_conflicts``: a few reads a batch).
+``TaskAlignedAssigner.__call__`` returns the positives alone (``Assignment.compact``, one read of their number).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from y9train.loss.boxes import box_iou, ciou
 from y9train.loss.grid import AnchorGrid
+from y9train.loss.pairs import anchor_ranges, candidate_pairs, pair_chunks
 
 RULES = ("y9", "official")
 
@@ -67,18 +76,31 @@ class Assignment:
         anchor_idx (Tensor[P] int64): anchor index in the grid (levels concatenated).
         gt_idx (Tensor[P] int64): the assigned box, a row of ``labels``.
         score (Tensor[P] float32): normalised alignment: the target probability of the box's class.
+        valid (Tensor[P] bool or None): which rows are positives, for an assignment padded to a size the host
+            knows (``TaskAlignedAssigner.assign``; the other rows have a score of 0); None: every row is one.
     """
 
     batch_idx: torch.Tensor
     anchor_idx: torch.Tensor
     gt_idx: torch.Tensor
     score: torch.Tensor
+    valid: torch.Tensor | None = None
 
     def __len__(self) -> int:
+        """Rows (positives, and padding when ``valid`` is set)."""
         return int(self.batch_idx.numel())
+
+    def compact(self) -> Assignment:
+        """The positives alone (one read of their number from the device when ``valid`` is set)."""
+        if self.valid is None:
+            return self
+        keep = self.valid.nonzero().squeeze(1)
+        return Assignment(self.batch_idx[keep], self.anchor_idx[keep], self.gt_idx[keep], self.score[keep])
 
     def dense(self, batch_size: int, num_anchors: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(fg (Tensor[B, A] bool), gt_idx (Tensor[B, A] int64, -1 = background), score (Tensor[B, A]))``."""
+        if self.valid is not None:
+            return self.compact().dense(batch_size, num_anchors)
         dev = self.batch_idx.device
         fg = torch.zeros(batch_size, num_anchors, dtype=torch.bool, device=dev)
         gt = torch.full((batch_size, num_anchors), -1, dtype=torch.long, device=dev)
@@ -89,54 +111,14 @@ class Assignment:
         return fg, gt, score
 
 
-def anchor_ranges(boxes: torch.Tensor, grid: AnchorGrid) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per box and level, the rectangle of cells whose centres lie strictly inside the box.
-
-    ``boxes (Tensor[N, 4])`` in pixels -> ``(col0 (Tensor[N, L]), row0 (Tensor[N, L]), n_cols, n_rows)``
-    (int64; first column/row and counts, counts 0 when empty). Cell ``j`` of stride ``s`` has its centre at
-    ``(j + 0.5) * s``; it is inside iff ``x1 < (j + 0.5) * s < x2``, i.e. ``x1 / s - 0.5 < j < x2 / s - 0.5``.
-    Computed in float64, where ``x / s`` (s a power of two) and ``- 0.5`` are exact for float32 inputs.
-    """
-    s = torch.tensor(grid.level_strides, dtype=torch.float64, device=boxes.device)
-    h = torch.tensor([hw[0] for hw in grid.shapes], dtype=torch.int64, device=boxes.device)
-    w = torch.tensor([hw[1] for hw in grid.shapes], dtype=torch.int64, device=boxes.device)
-    b = boxes.to(torch.float64)[:, None, :] / s[None, :, None] - 0.5  # [N, L, 4]
-    col0 = (torch.floor(b[..., 0]) + 1).long().clamp(min=0)
-    row0 = (torch.floor(b[..., 1]) + 1).long().clamp(min=0)
-    col1 = torch.minimum(torch.ceil(b[..., 2]).long() - 1, w - 1)
-    row1 = torch.minimum(torch.ceil(b[..., 3]).long() - 1, h - 1)
-    return col0, row0, (col1 - col0 + 1).clamp(min=0), (row1 - row0 + 1).clamp(min=0)
-
-
-def candidate_pairs(
-    ranges: tuple[torch.Tensor, ...],
-    grid: AnchorGrid,
-    first: int = 0,
-    last: int | None = None,
-    total: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Step 1: every (box, anchor) pair with the anchor centre inside the box, for boxes ``first:last``.
-
-    Args:
-        ranges: ``anchor_ranges`` of all boxes.
-        total: the number of pairs of boxes ``first:last`` when the caller knows it (saves a host sync on CUDA).
-    Returns:
-        ``(gt (Tensor[P] int64), anchor (Tensor[P] int64))`` grouped by box, anchors ascending within a box.
-    """
-    col0, row0, n_cols, n_rows = (r[first:last] for r in ranges)
-    n_levels = col0.shape[1]
-    dev = col0.device
-    counts = (n_cols * n_rows).reshape(-1)  # [n * L], box-major
-    flat = torch.repeat_interleave(torch.arange(counts.numel(), device=dev), counts, output_size=total)
-    offset = torch.arange(flat.numel(), device=dev) - (torch.cumsum(counts, 0) - counts)[flat]
-    nc_f = n_cols.reshape(-1)[flat]
-    col = col0.reshape(-1)[flat] + offset % nc_f
-    row = row0.reshape(-1)[flat] + torch.div(offset, nc_f, rounding_mode="floor")
-    level = flat % n_levels
-    widths = torch.tensor([hw[1] for hw in grid.shapes], dtype=torch.long, device=dev)
-    starts = torch.tensor(grid.starts, dtype=torch.long, device=dev)
-    anchor = starts[level] + row * widths[level] + col
-    return torch.div(flat, n_levels, rounding_mode="floor") + first, anchor
+def true_positions(mask: torch.Tensor, size: int) -> torch.Tensor:
+    """``Tensor[size]`` int64: the positions of the first ``size`` True entries of ``mask (Tensor[P] bool)`` in order,
+    then -1 (``torch.nonzero_static(mask, size=size, fill_value=-1)[:, 0]``, written with a cumulative sum and a
+    sorted search: the size is the caller's, known on the host, and no kernel reads a count back)."""
+    seen = torch.cumsum(mask, 0)  # True entries up to and including each position
+    want = torch.arange(1, size + 1, device=mask.device, dtype=seen.dtype)
+    pos = torch.searchsorted(seen, want)  # the first position holding the k-th True entry (P: none)
+    return torch.where(pos < mask.numel(), pos, -1)
 
 
 def alignment(
@@ -178,29 +160,40 @@ def select_topk(
     """Step 3: ``Tensor[P] bool``, True for the ``topk`` pairs of highest ``align`` of each box with
     ``align > eps`` (rule "official": ``eps = 0``; None: no condition at all).
 
-    Pairs must be grouped by box with anchors ascending (as ``candidate_pairs`` returns them). One stable
-    sort on the key ``(box, descending align)``: non-negative float32 bit patterns order like the floats.
+    Ties go to the earlier pair (``candidate_pairs`` lists a box's anchors ascending). One stable sort on the key
+    ``(box, descending align)`` (non-negative float32 bit patterns order like the floats); a pair's rank is its
+    place after the first sorted pair of its box (``searchsorted``: no count of pairs per box, which ``bincount``
+    would read from the device).
     """
     desc = 0x7FFFFFFF - align.contiguous().view(torch.int32).long()
     order = torch.sort(gt * (1 << 32) + desc, stable=True).indices
-    counts = torch.bincount(gt, minlength=n_boxes)
-    first = torch.cumsum(counts, 0) - counts
+    by_box = gt[order]
     rank = torch.empty_like(order)
-    rank[order] = torch.arange(order.numel(), device=gt.device) - first[gt[order]]
+    rank[order] = torch.arange(order.numel(), device=gt.device) - torch.searchsorted(by_box, by_box)
     keep = rank < topk
     return keep if eps is None else keep & (align > eps)
 
 
 def resolve_conflicts(
-    key: torch.Tensor, gt: torch.Tensor, iou: torch.Tensor, n_keys: int, n_boxes: int
+    key: torch.Tensor,
+    gt: torch.Tensor,
+    iou: torch.Tensor,
+    n_keys: int,
+    n_boxes: int,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Step 4: ``Tensor[P] bool``, True for the pair that keeps its anchor.
 
     ``key (Tensor[P])`` identifies the anchor of an image (``batch_index * A + anchor``); among pairs of one
-    key the highest ``iou`` wins, then the lowest ``gt``.
+    key the highest ``iou`` (>= 0) wins, then the lowest ``gt``. ``valid (Tensor[P] bool)``: only these pairs
+    compete (the others get False), for rows padded to a size known on the host.
     """
+    if valid is not None:
+        iou = torch.where(valid, iou, -1.0)
     best = torch.full((n_keys,), -1.0, device=iou.device).scatter_reduce(0, key, iou, "amax")
     top = iou == best[key]
+    if valid is not None:
+        top = top & valid
     low = torch.full((n_keys,), n_boxes, dtype=torch.long, device=gt.device)
     low = low.scatter_reduce(0, key, torch.where(top, gt, n_boxes), "amin")  # no mask index: no host sync
     return top & (gt == low[key])
@@ -256,9 +249,17 @@ def official_conflicts(
 
 
 def normalise(
-    gt: torch.Tensor, iou: torch.Tensor, align: torch.Tensor, n_boxes: int, eps: float
+    gt: torch.Tensor,
+    iou: torch.Tensor,
+    align: torch.Tensor,
+    n_boxes: int,
+    eps: float,
+    valid: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Step 5: target scores ``align * max_iou[gt] / (max_align[gt] + eps)`` over the final positives."""
+    """Step 5: target scores ``align * max_iou[gt] / (max_align[gt] + eps)`` over the final positives (``valid``:
+    which rows are positives; the others get 0 and take no part in the maxima)."""
+    if valid is not None:
+        iou, align = torch.where(valid, iou, 0.0), torch.where(valid, align, 0.0)
     zeros = torch.zeros(n_boxes, device=iou.device)
     max_iou = zeros.scatter_reduce(0, gt, iou, "amax")
     max_align = zeros.scatter_reduce(0, gt, align, "amax")
@@ -303,7 +304,7 @@ class TaskAlignedAssigner:
     def __call__(
         self, cls_logits: torch.Tensor, pred_boxes: BoxSource, grid: AnchorGrid, labels: torch.Tensor
     ) -> Assignment:
-        """Assign anchors to boxes.
+        """Assign anchors to boxes: the positives alone (``assign`` then ``Assignment.compact``).
 
         Args:
             cls_logits (Tensor[B, A, nc]): class logits.
@@ -312,50 +313,52 @@ class TaskAlignedAssigner:
             grid: the anchor grid (A anchors).
             labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in pixels, validated by the caller.
         """
+        return self.assign(cls_logits, pred_boxes, grid, labels).compact()
+
+    @torch.no_grad()
+    def assign(
+        self,
+        cls_logits: torch.Tensor,
+        pred_boxes: BoxSource,
+        grid: AnchorGrid,
+        labels: torch.Tensor,
+        pair_counts: Sequence[int] | None = None,
+    ) -> Assignment:
+        """The assignment with rows padded to a size the host knows (``Assignment.valid`` marks the positives).
+
+        ``pair_counts``: the candidate pairs of each box (``y9train.loss.pairs.pair_counts`` of the host's labels);
+        with them, rule "y9" never reads the device; without, they are read from it once. Arguments otherwise as
+        ``__call__``."""
         n, (b, a) = labels.shape[0], cls_logits.shape[:2]
         dev = cls_logits.device
         ranges = anchor_ranges(labels[:, 2:6], grid)
-        per_box = (ranges[2] * ranges[3]).sum(1)
+        if pair_counts is None:
+            pair_counts = (ranges[2] * ranges[3]).sum(1).tolist()
+        metric = (self.alpha, self.beta, self.overlap, self.fp16_scores)
+        eps = 0.0 if self.rule == "official" else self.eps
         kept: list[tuple[torch.Tensor, ...]] = []
-        for first, last, total in _chunks(per_box, self.max_pairs):
-            gt, anchor = candidate_pairs(ranges, grid, first, last, total)
-            if gt.numel() == 0:
+        for first, last, total in pair_chunks(pair_counts, self.max_pairs):
+            if total == 0:
                 continue
-            metric = (self.alpha, self.beta, self.overlap, self.fp16_scores)
+            gt, anchor = candidate_pairs(ranges, grid, first, last, total)
             iou, align = alignment(cls_logits, pred_boxes, labels, gt, anchor, *metric)
-            eps = 0.0 if self.rule == "official" else self.eps
-            sel = select_topk(gt - first, align, last - first, self.topk, eps).nonzero().squeeze(1)
-            kept.append((gt[sel], anchor[sel], iou[sel], align[sel]))  # one size read, not one per mask index
+            sel = select_topk(gt - first, align, last - first, self.topk, eps)
+            # at most topk pairs per box: taken at that bound, the rows beyond the kept ones marked invalid
+            rows = true_positions(sel, min(self.topk * (last - first), total))
+            ok, rows = rows >= 0, rows.clamp(min=0)
+            kept.append((gt[rows], anchor[rows], iou[rows], align[rows], ok))
         if not kept:
             empty = torch.zeros(0, dtype=torch.long, device=dev)
             return Assignment(empty, empty, empty, torch.zeros(0, device=dev))
-        gt, anchor, iou, align = (torch.cat(t) for t in zip(*kept))
+        gt, anchor, iou, align, ok = (torch.cat(t) for t in zip(*kept))
         if self.rule == "official":
-            pairs = (gt, anchor, iou, align)
+            keep = ok.nonzero().squeeze(1)
+            pairs = (gt[keep], anchor[keep], iou[keep], align[keep])
             gt, anchor, iou, align = official_conflicts(
                 cls_logits, pred_boxes, labels, pairs, a, self.alpha, self.beta, self.fp16_scores
             )
-        else:
             img = labels[gt, 0].long()
-            win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n).nonzero().squeeze(1)
-            gt, anchor, iou, align = gt[win], anchor[win], iou[win], align[win]
+            return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps))
         img = labels[gt, 0].long()
-        return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps))
-
-
-def _chunks(per_box: torch.Tensor, max_pairs: int) -> list[tuple[int, int, int]]:
-    """Consecutive box ranges ``(first, last, pairs)``, ``[first, last)`` with at most ``max_pairs`` pairs each (one
-    box may exceed it); one host read of the total, and of the per-box counts only when it exceeds ``max_pairs``."""
-    all_pairs = int(per_box.sum())
-    if all_pairs <= max_pairs:
-        return [(0, int(per_box.numel()), all_pairs)] if per_box.numel() else []
-    counts = per_box.tolist()
-    out, first, total = [], 0, 0
-    for i, c in enumerate(counts):
-        if total and total + c > max_pairs:
-            out.append((first, i, total))
-            first, total = i, 0
-        total += c
-    if counts:
-        out.append((first, len(counts), total))
-    return out
+        win = resolve_conflicts(img * a + anchor, gt, iou, b * a, n, valid=ok)
+        return Assignment(img, anchor, gt, normalise(gt, iou, align, n, self.eps, valid=win), valid=win)

@@ -21,12 +21,19 @@ distances (``dfl_decode_fp16``), the predicted boxes (fp16 anchor points minus f
 CIoU takes the predicted widths, heights, area and aspect angle in fp16 and the rest in float32, by torch's type
 promotion), the assigner's class probabilities, and the class targets of the BCE. The normaliser, the box and DFL
 weights and the DFL targets stay float32, as there.
+
+Host syncs: none with the default assigner rule when ``labels`` come on the host (the loader's pinned batch): they
+are checked there and copied to the device without waiting, the assigner's sizes are counted from them
+(``y9train.loss.pairs``), and the predicted boxes are decoded for every anchor (no selection by a size read from
+the device). Labels already on the device are read back once per call; rule "official" reads a few sizes.
+tests/train/test_loss_syncs.py counts every operator that would make the host wait on CUDA.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -34,6 +41,7 @@ from y9train.loss.assigner import Assignment, TaskAlignedAssigner
 from y9train.loss.boxes import bbox2dist, ciou, dist2bbox
 from y9train.loss.dfl import dfl_decode, dfl_decode_fp16, dfl_loss
 from y9train.loss.grid import AnchorGrid
+from y9train.loss.pairs import pair_counts
 
 __all__ = ["DetectionLoss", "batch_normaliser"]
 
@@ -99,6 +107,7 @@ class DetectionLoss:
             fp16_scores=fp16,
         )
         self._grids: dict[tuple, AnchorGrid] = {}
+        self._gain_t: dict[torch.device, torch.Tensor] = {}  # the gains on each device, copied there once
         #: ``T`` from the batch's sum of target scores (Tensor[] -> Tensor[]); replaceable, see the module docstring
         self.normaliser = batch_normaliser
 
@@ -113,7 +122,8 @@ class DetectionLoss:
         Args:
             preds: the train-mode output: ``list`` of branches (main first, then aux), each a list of per-level
                 maps ``Tensor[B, 4 * reg_max + nc, H_l, W_l]``; a single branch (list of maps) is accepted.
-            labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in input pixels.
+            labels (Tensor[N, 6]): ``(batch_index, class, x1, y1, x2, y2)`` in input pixels; on the host (as the
+                loader yields them, pinned) the loss never waits for the device, on the device it reads them once.
         Returns:
             ``(total (Tensor[]), {"box", "cls", "dfl"}: Tensor[] each, detached)``, see the module docstring.
         """
@@ -126,17 +136,21 @@ class DetectionLoss:
             raise ValueError(f"label_smoothing is {self.label_smoothing}; expected a value in [0, 1).")
         feats0 = branches[0][0]
         batch = int(feats0.shape[0])
-        labels = self._check_labels(labels, batch, feats0.device)
+        labels, host = self._check_labels(labels, batch, feats0.device)
         weights = (1.0, self.aux_weight)[: len(branches)]
         with torch.autocast(feats0.device.type, enabled=False):
-            parts = sum(w * self.branch_loss(f, labels) for w, f in zip(weights, branches, strict=True))
-            parts = parts * torch.tensor(self.gains, device=parts.device)
+            parts = sum(w * self.branch_loss(f, labels, host) for w, f in zip(weights, branches, strict=True))
+            parts = parts * self._gains(parts.device)
         total = parts.sum() * batch
         box, cls, dfl = parts.detach()
         return total, {"box": box, "cls": cls, "dfl": dfl}
 
-    def branch_loss(self, feats: Sequence[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
-        """``Tensor[3]``: (box, cls, dfl) of one branch, before gains. ``labels`` already checked."""
+    def branch_loss(
+        self, feats: Sequence[torch.Tensor], labels: torch.Tensor, host: np.ndarray | None = None
+    ) -> torch.Tensor:
+        """``Tensor[3]``: (box, cls, dfl) of one branch, before gains. ``labels`` already checked, on the maps'
+        device; ``host``: the same labels on the host (``ndarray[N, 6]`` float32), from which the assigner's sizes
+        are counted (None: read from the device)."""
         r, nc = self.reg_max, self.nc
         if len(feats) != len(self.strides) or any(f.shape[1] != 4 * r + nc for f in feats):
             got = [tuple(f.shape) for f in feats]
@@ -147,14 +161,15 @@ class DetectionLoss:
         grid = self._grid(feats)
         x = torch.cat([f.flatten(2) for f in feats], 2)  # [B, 4R + nc, A]
         box_logits, cls_logits = x.split((4 * r, nc), 1)
-        decoder = self.anchor_decoder(box_logits.detach(), grid)
-        asg = self.assigner(cls_logits.detach().transpose(1, 2), decoder, grid, labels)
-        norm = self.normaliser(asg.score.sum())
+        counts = pair_counts(host[:, 2:6], grid) if host is not None else None
+        boxes = self.decoded_boxes(box_logits.detach(), grid)
+        asg = self.assigner.assign(cls_logits.detach().transpose(1, 2), boxes, grid, labels, counts)
+        norm = self.normaliser(asg.score.sum())  # rows that are not positives have a score of 0 ...
         cls = self._class_loss(cls_logits, asg, labels) / norm
         if len(asg) == 0:
             zero = box_logits.sum() * 0.0
             return torch.stack([zero, cls, zero])
-        logits = box_logits[asg.batch_idx, :, asg.anchor_idx]  # [P, 4R]
+        logits = box_logits[asg.batch_idx, :, asg.anchor_idx]  # [P, 4R]; ... and add 0 to each term below
         pred = self._decode(logits, grid, asg.anchor_idx)
         points, stride = grid.points[asg.anchor_idx], grid.strides[asg.anchor_idx, None]
         logits = logits.float().view(-1, 4, r)
@@ -174,23 +189,20 @@ class DetectionLoss:
             loss = loss - (eps / 2.0) * xf.sum()
         return loss
 
-    def anchor_decoder(self, box_logits: torch.Tensor, grid: AnchorGrid):
-        """``decode(image (Tensor[K]), anchor (Tensor[K])) -> Tensor[K, 4]``: predicted boxes in pixels (float32)
-        of ``box_logits (Tensor[B, 4R, A])`` at the given anchors, each distinct (image, anchor) decoded once."""
+    def decoded_boxes(self, box_logits: torch.Tensor, grid: AnchorGrid) -> torch.Tensor:
+        """``Tensor[B, A, 4]``: the predicted box (x1, y1, x2, y2, pixels; float32, or float16 in grid units times
+        the float32 strides with ``fp16``) of every anchor of ``box_logits (Tensor[B, 4R, A])``: all anchors, so
+        that no size depends on which ones are candidates."""
         b, _, a = box_logits.shape
+        flat = box_logits.transpose(1, 2).reshape(b * a, 4 * self.reg_max)
+        anchors = torch.arange(a, device=box_logits.device).repeat(b)
+        boxes = self._decode(flat, grid, anchors) * grid.strides[anchors, None]
+        return boxes.view(b, a, 4)
 
-        def decode(img: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
-            key = img * a + anchor
-            need = torch.zeros(b * a, dtype=torch.bool, device=key.device)
-            need[key] = True
-            uniq = need.nonzero().squeeze(1)
-            row = torch.empty(b * a, dtype=torch.long, device=key.device)
-            row[uniq] = torch.arange(uniq.numel(), device=key.device)
-            u_img, u_anchor = torch.div(uniq, a, rounding_mode="floor"), uniq % a
-            boxes = self._decode(box_logits[u_img, :, u_anchor], grid, u_anchor)
-            return (boxes * grid.strides[u_anchor, None])[row[key]]
-
-        return decode
+    def _gains(self, device: torch.device) -> torch.Tensor:
+        if device not in self._gain_t:
+            self._gain_t[device] = torch.tensor(self.gains, device=device)
+        return self._gain_t[device]
 
     def _decode(self, logits: torch.Tensor, grid: AnchorGrid, anchor: torch.Tensor) -> torch.Tensor:
         """Boxes (x1, y1, x2, y2) in grid units: ``logits (Tensor[K, 4R])`` at ``anchor (Tensor[K])``; float32,
@@ -206,26 +218,35 @@ class DetectionLoss:
             self._grids[key] = AnchorGrid.from_feats(feats, self.strides)
         return self._grids[key]
 
-    def _check_labels(self, labels: torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
-        """``labels`` as float32 on ``device`` after checking shape, finiteness, batch indices and classes."""
+    def _check_labels(
+        self, labels: torch.Tensor, batch: int, device: torch.device
+    ) -> tuple[torch.Tensor, np.ndarray]:
+        """``(labels as float32 on device, the same on the host as ndarray[N, 6])`` after checking shape,
+        finiteness, batch indices and classes (on the host: labels given on the device are read back once)."""
         if not isinstance(labels, torch.Tensor) or labels.ndim != 2 or labels.shape[1] != 6:
             shape = tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__
             raise ValueError(
                 f"labels has shape {shape}; expected Tensor[N, 6] (batch_index, class, x1, y1, x2, y2)."
             )
-        labels = labels.to(device=device, dtype=torch.float32)
-        if labels.numel() == 0:
-            return labels
-        b, c = labels[:, 0], labels[:, 1]
-        bad = (
-            ~torch.isfinite(labels).all(1)
-            | (b != b.round()) | (b < 0) | (b >= batch)
-            | (c != c.round()) | (c < 0) | (c >= self.nc)
-        )  # fmt: skip
-        if bool(bad.any()):
-            row = int(bad.nonzero()[0, 0])
+        if labels.device.type == "cpu":
+            host = np.asarray(labels.numpy() if not labels.requires_grad else labels.detach().numpy(), np.float32)
+            on_device = labels.to(device=device, dtype=torch.float32, non_blocking=True)
+        else:
+            on_device = labels.to(device=device, dtype=torch.float32)
+            host = on_device.cpu().numpy()
+        if host.shape[0] == 0:
+            return on_device, host
+        b, c = host[:, 0], host[:, 1]
+        with np.errstate(invalid="ignore"):
+            bad = (
+                ~np.isfinite(host).all(1)
+                | (b != np.round(b)) | (b < 0) | (b >= batch)
+                | (c != np.round(c)) | (c < 0) | (c >= self.nc)
+            )  # fmt: skip
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"labels row {row} is {labels[row].tolist()}; expected a batch index in [0, {batch}), "
+                f"labels row {row} is {host[row].tolist()}; expected a batch index in [0, {batch}), "
                 f"a class in [0, {self.nc}) and finite pixel coordinates."
             )
-        return labels
+        return on_device, host

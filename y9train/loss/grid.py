@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -22,6 +22,8 @@ class AnchorGrid:
         shapes (tuple[(H, W), ...]): map size per level.
         level_strides (tuple[float, ...]): stride per level.
         starts (tuple[int, ...]): index of the first anchor of each level.
+    The per-level numbers as tensors on a device (``tables``) are made once per device and kept: made per batch
+    from Python lists, each would be a host-to-device copy that waits for the device.
     """
 
     points: torch.Tensor
@@ -29,6 +31,19 @@ class AnchorGrid:
     shapes: tuple[tuple[int, int], ...]
     level_strides: tuple[float, ...]
     starts: tuple[int, ...]
+    _tables: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def tables(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(level strides (Tensor[L] float64), (H, W) per level (Tensor[L, 2] int64), first anchor per level
+        (Tensor[L] int64))`` on ``device``, made on the first call for that device."""
+        key = torch.device(device)
+        if key not in self._tables:
+            self._tables[key] = (
+                torch.tensor(self.level_strides, dtype=torch.float64, device=key),
+                torch.tensor(self.shapes, dtype=torch.int64, device=key).view(-1, 2),
+                torch.tensor(self.starts, dtype=torch.int64, device=key),
+            )
+        return self._tables[key]
 
     @classmethod
     def from_feats(cls, feats: Sequence[torch.Tensor], strides: Sequence[float]) -> AnchorGrid:
@@ -44,7 +59,9 @@ class AnchorGrid:
         for h, w in shapes:
             starts.append(n)
             n += h * w
-        return cls(points, stride_t.view(-1), shapes, tuple(float(s) for s in strides), tuple(starts))
+        grid = cls(points, stride_t.view(-1), shapes, tuple(float(s) for s in strides), tuple(starts))
+        grid.tables(points.device)
+        return grid
 
     @property
     def num_anchors(self) -> int:
