@@ -17,8 +17,8 @@ source's capture time), counted from its first frame: window k holds the frames 
   counts in every window it is seen in: ``max: 0`` is "the zone stays empty".
 Detections without a track (a flicker, a new object's first frame) are not counted. A window fails when a count is
 below ``min`` or above ``max``. A window in which no frame arrived (a live source that stalled) gets the verdict
-``error``; the window in progress when the source ends or the run is stopped is judged on what it saw and marked
-``partial``.
+``error``; the window in progress when the source ends or the run is stopped is judged on what it saw, and marked
+``partial`` when its frames did not reach its end.
 """
 
 from __future__ import annotations
@@ -118,20 +118,26 @@ class _Window:
     def __init__(self, index: int, rules: list[GateRule]) -> None:
         self.index = index
         self.frames = 0
+        self.last = 0.0  # time of its last frame, seconds from the source's first frame
         self.seconds = 0.0
         self.found: dict[str, list[dict[str, Any]]] = {g.name: [] for g in rules}
         self.tracks: dict[str, set[int]] = {g.name: set() for g in rules}
 
 
 class Gate:
-    """The windows of one source (module docstring). ``live``: times are capture times (``started`` is set)."""
+    """The windows of one source (module docstring). ``live``: times are capture times (``started`` is set);
+    ``frame_s``: the time one frame stands for (``1 / fps``; a last window whose last frame reaches its end is
+    not partial)."""
 
-    def __init__(self, rules: list[GateRule], window_s: float, source: str, *, live: bool = False) -> None:
+    def __init__(
+        self, rules: list[GateRule], window_s: float, source: str, *, live: bool = False, frame_s: float = 0.0
+    ) -> None:
         if not (window_s > 0 and math.isfinite(window_s)):
             raise ValueError(f"window_s={window_s}; expected the seconds of one window, above 0.")
         if not rules:
             raise ValueError("Gate() got no rules; expected at least one GateRule.")
         self.rules, self.window_s, self.source, self.live = list(rules), float(window_s), str(source), live
+        self.frame_s = float(frame_s)
         self.t0: float | None = None
         self.current: _Window | None = None
         self.windows = 0  # judged so far
@@ -157,10 +163,12 @@ class Gate:
         if self.current is None:
             return None
         window, self.current = self.current, None
-        return self._judge(window, partial=True)
+        end = (window.index + 1) * self.window_s
+        return self._judge(window, partial=window.last + self.frame_s < end - EDGE * self.window_s)
 
     def _count(self, w: _Window, tracked: TrackedDetections, rel: float) -> None:
         w.frames += 1
+        w.last = rel
         dets, ids = tracked.detections, tracked.track_id
         names = dets.class_names
         crossed = tracked.counts.crossed if tracked.counts is not None else {}

@@ -89,7 +89,7 @@ def run_gate(
         options = TrackOptions(tracker, tuple(ruleset.lines.values()),
                                tuple(region_zone(r) for r in ruleset.regions.values()))  # fmt: skip
         tracking = SourceTracking(options, fps=reader.fps)
-        gate = Gate(rules, ruleset.window_s, str(source), live=reader.live)
+        gate = Gate(rules, ruleset.window_s, str(source), live=reader.live, frame_s=1.0 / reader.fps)
         frames = 0
         try:
             while not stop.is_set():
