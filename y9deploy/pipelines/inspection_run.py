@@ -33,6 +33,7 @@ import numpy as np
 from y9deploy.pipelines.inspection import inspect
 from y9deploy.pipelines.inspection_rules import RuleSet, load_rules
 from y9deploy.pipelines.inspection_stream import is_video_source, run_gate
+from y9deploy.pipelines.video import ReconnectPolicy
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 CSV_FIELDS = ("time", "run", "item", "verdict", "reasons", "counts", "detections")
@@ -153,7 +154,7 @@ def run_inspection(
     on_item: Callable[[Any], None] | None = None,
     tracker: str = "bytetrack",
     policy: str | None = None,
-    reconnect: Any = None,
+    reconnect: ReconnectPolicy | None = None,
     max_frames: int | None = None,
     stop: threading.Event | None = None,
     on_warning: Callable[[str], None] | None = None,
@@ -188,7 +189,7 @@ def run_inspection(
         bound, thresholds = ruleset.bind(det.names)
         extra = {"rules": str(rules), "model": str(model)}
         if video:
-            return _run_gate(source, det, ruleset, AuditLog(audit_dir, run_id, extra), start, on_item,
+            return _run_gate(source, det, ruleset, lambda: AuditLog(audit_dir, run_id, extra), start, on_item,
                              dict(tracker=tracker, policy=policy, reconnect=reconnect, max_frames=max_frames,
                                   stop=stop, on_warning=on_warning))  # fmt: skip
         with AuditLog(audit_dir, run_id, extra) as log:
@@ -233,21 +234,30 @@ def _check_no_line_rules(ruleset: RuleSet, source: str | Path) -> None:
 
 
 def _run_gate(
-    source: str | Path, det: Any, ruleset: RuleSet, log: AuditLog, start: float,
+    source: str | Path, det: Any, ruleset: RuleSet, open_log: Callable[[], AuditLog], start: float,
     on_item: Callable[[Any], None] | None, options: dict[str, Any],
 ) -> InspectionSummary:  # fmt: skip
-    """A video source through the counting gate: each window's verdict to ``log`` as it is judged, then the
-    summary line appended to ``summary.jsonl`` beside it."""
+    """A video source through the counting gate: each window's verdict to the audit log as it is judged, then the
+    summary line appended to ``summary.jsonl`` beside it. The log is opened with the first verdict: a source that
+    cannot be opened leaves no file behind."""
     counts = {PASS: 0, FAIL: 0, ERROR: 0}
+    opened: list[AuditLog] = []
 
     def emit(v: Any) -> None:
-        log.write(v)
+        if not opened:
+            opened.append(open_log())
+        opened[0].write(v)
         counts[v.verdict] += 1
         if on_item is not None:
             on_item(v)
 
-    with log:
+    try:
         result = run_gate(source, det, ruleset, emit=emit, **options)
+    finally:
+        if opened:
+            opened[0].close()
+    log = opened[0] if opened else open_log()  # a source without frames: empty audit files beside the summary
+    log.close()
     summary = InspectionSummary(log.run_id, sum(counts.values()), counts[PASS], counts[FAIL], counts[ERROR],
                                 log.csv_path, log.jsonl_path, round(time.perf_counter() - start, 3),
                                 {str(source): result.counts}, result.frames, result.dropped)  # fmt: skip
