@@ -21,6 +21,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -114,3 +115,29 @@ def finished(code: int) -> None:
 
     for s in SIGNALS:
         signal.signal(s, leave)
+
+
+@contextlib.contextmanager
+def graceful_stop(stop: threading.Event, say, stopped_by: list[int]):
+    """For commands that work frame by frame (predict, inspect on a video): a first SIGINT (Ctrl-C) or SIGTERM
+    sets ``stop`` (the command finishes the current frame, writes its results and summary, and stops;
+    ``stopped_by`` records the signal, ``say`` tells the user); a second one stops at once (``Interrupted``: the
+    files are closed all the same)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        if stop.is_set():
+            raise Interrupted(signum)
+        stopped_by.append(signum)
+        stop.set()
+        say(f"stopping after the current frame ({signal_name(signum)} again to stop at once); the results so far "
+            "are on disk")  # fmt: skip
+
+    old = {s: signal.signal(s, handler) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

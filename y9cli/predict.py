@@ -3,25 +3,16 @@ call ``predict_source``, print)."""
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from y9cli.interrupts import (
-    SIGNALS,
-    Interrupted,
-    command_line,
-    exit_code,
-    interrupted_line,
-    on_interrupt,
-    signal_name,
-)
+from y9cli.interrupts import command_line, exit_code, graceful_stop, interrupted_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
 from y9core.wording import plural
@@ -35,31 +26,6 @@ class Merge(str, Enum):
 class Policy(str, Enum):
     latest = "latest"
     queue = "queue"
-
-
-@contextmanager
-def _graceful_stop(stop: threading.Event, say, stopped_by: list[int]):
-    """A first SIGINT (Ctrl-C) or SIGTERM: finish the current frame, write the results and the summary, stop
-    (``stopped_by`` records the signal); a second one stops at once (``Interrupted``: the files are closed and
-    predictions.json written all the same)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        if stop.is_set():
-            raise Interrupted(signum)
-        stopped_by.append(signum)
-        stop.set()
-        say(f"stopping after the current frame ({signal_name(signum)} again to stop at once); the results so far "
-            "are on disk")  # fmt: skip
-
-    old = {s: signal.signal(s, handler) for s in SIGNALS}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def register(app: typer.Typer) -> None:
@@ -213,7 +179,7 @@ def register(app: typer.Typer) -> None:
         on_interrupt(lambda: _kept(run, bar.frames), lambda: f"to predict again: {command_line()}")
         with (
             writing(run, reuse=REUSE) if run is not None else nullcontext(),
-            _graceful_stop(stop, lambda m: console.print(f"[yellow]{m}"), stopped_by),
+            graceful_stop(stop, lambda m: console.print(f"[yellow]{m}"), stopped_by),
             bar,
         ):
             summary = predict_source(

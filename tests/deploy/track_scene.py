@@ -6,6 +6,8 @@ background of 320x240 pixels and moved along known straight paths.
 - the person goes right to left 40 px lower and crosses the line once ("out"); the two pass over each other
   mid-way (the person is pasted over the zebra: their boxes overlap for several frames);
 - the dog goes slowly right along the bottom edge and never reaches the line.
+``SLOW_OBJECTS`` and ``GATE_OBJECTS`` are two other layouts of the same crops (the live-stream and the counting-gate
+tests).
 ``Scene.truth(k)`` gives the ground-truth boxes of frame k (class, x1, y1, x2, y2) in object order.
 """
 
@@ -28,6 +30,9 @@ LINE = (160.0, 0.0, 160.0, 240.0)  # x1, y1, x2, y2: zebra left->right = "in", p
 OBJECTS = (("34", 0, 22, 8, 60, 1.0, 0.0), ("36", 1, 0, 250, 106, -1.0, 0.0), ("42", 0, 16, 4, 175, 0.25, 0.0))
 # the slow scene of the live-stream test: the zebra left to right ("in"), the dog right to left ("out"), apart
 SLOW_OBJECTS = (("34", 0, 22, 10, 40, 1.0, 0.0), ("42", 0, 16, 246, 150, -1.0, 0.0))
+# the counting-gate scene of the inspection tests (16 frames, 7 px per frame): the zebra left to right along the top
+# ("in", crossing at frame 10), the dog right to left along the bottom ("out", at frame 6), apart
+GATE_OBJECTS = (("34", 0, 22, 58, 40, 1.0, 0.0), ("42", 0, 16, 163, 150, -1.0, 0.0))
 SIZE = 72  # longer side of each crop, pixels
 
 

@@ -141,6 +141,7 @@ INPUTS: tuple[Input, ...] = (
     Input("*.jpg", "image", "an image: a COCO test image"),
     Input("*.png", "image", "as *.jpg"),
     Input("rules.yaml", "rules", "inspection rules that any image passes (class names of the test model)"),
+    Input("gate.yaml", "gate_rules", "the counting-gate rules of docs/inspection.md (its inspection-gate-rules block)"),
     Input("*.yaml", "data_yaml", "a dataset: the two COCO test images with their labels, as train and val"),
     Input("*", "image_folder", "a folder of images: the two COCO test images"),
 )
@@ -339,6 +340,11 @@ class StandIns:
             "rules:\n  - {name: at most 1000 detections, max: 1000}\n",
             encoding="utf-8",
         )
+
+    def gate_rules(self, target: Path) -> None:
+        doc = (self.repo / "docs" / "inspection.md").read_text(encoding="utf-8")
+        block = doc.split("<!-- inspection-gate-rules -->", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+        target.write_text(block, encoding="utf-8")
 
     def data_yaml(self, target: Path) -> None:
         root = target.parent / "data"

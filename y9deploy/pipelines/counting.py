@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.wording import plural
 from y9deploy.detections import Detections
 from y9deploy.pipelines.regions import Region
 
@@ -205,8 +206,8 @@ class CountSummary:
             per = lambda d: ", ".join(f"{k} {v}" for k, v in d.items()) or "none"  # noqa: E731
             out.append(f"line {name}: in {c['total_in']} ({per(c['in'])}), out {c['total_out']} ({per(c['out'])})")
         for name, z in self.zones.items():
-            out.append(f"zone {name}: {z['visits']} tracks entered, at most {z['peak']} inside at once, longest "
-                       f"stay {z['max_dwell_s']:.1f} s")  # fmt: skip
+            out.append(f"zone {name}: {plural(z['visits'], 'track')} entered, at most {z['peak']} inside at once, "
+                       f"longest stay {z['max_dwell_s']:.1f} s")  # fmt: skip
         return out
 
 

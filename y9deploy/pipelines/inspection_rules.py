@@ -11,6 +11,10 @@
       - {name: no scratch on the left, region: left, classes: [scratch], max: 0}
       - {name: one screw in the corner, region: corner, classes: [screw], min: 1, max: 1}
 
+Videos and streams (a counting gate, ``inspection_gate``) add named counting ``lines:`` (``gate: [x1, y1, x2, y2]``),
+rules on a line (``{name: ..., line: gate, direction: in, max: 30}``: crossings per window) and ``window_s`` (the
+seconds of one verdict, default 60).
+
 ``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
 sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.yaml_load`` (its size
 and alias limits); a polygon has at most ``MAX_POLYGON_POINTS`` points. Class names are checked against the model
@@ -20,7 +24,7 @@ by ``RuleSet.bind(names)``, with the same ``file:line`` sentences.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +34,16 @@ import yaml
 from y9core.errors import RulesFileError
 from y9core.shorten import quoted
 from y9core.yaml_load import compose_text, read_yaml_text
+from y9deploy.pipelines.counting import CountLine
 from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
 from y9deploy.pipelines.regions import MAX_POLYGON_POINTS, Region
 
-TOP_KEYS = ("version", "thresholds", "regions", "rules")
+TOP_KEYS = ("version", "window_s", "thresholds", "regions", "lines", "rules")
 THRESHOLD_KEYS = ("min_conf", "min_area", "min_width", "min_height")
 REGION_KEYS = ("rect", "polygon")
-RULE_KEYS = ("name", "region", "classes", "min", "max", "overlap")
+RULE_KEYS = ("name", "region", "line", "direction", "classes", "min", "max", "overlap")
+DIRECTIONS = ("in", "out")  # of a line crossing (counting.py); a rule without direction counts both
+DEFAULT_WINDOW_S = 60.0  # one verdict per minute of a video or stream: max: N reads "at most N per minute"
 # the Detector's own default score threshold: what counts when the file sets no min_conf
 DEFAULT_THRESHOLD = ClassThreshold(min_conf=0.25)
 
@@ -58,17 +65,27 @@ class RuleSpec:
     max_count: int | None
     min_overlap: float | None
     line: int
+    count_line: str | None = None  # a line rule: crossings of this line (videos and streams)
+    direction: str | None = None  # "in" / "out" (None: both) of a line rule
 
 
 @dataclass(frozen=True)
 class RuleSet:
-    """A validated rules file; ``bind(names)`` resolves class names into ``(rules, thresholds)``."""
+    """A validated rules file; ``bind(names)`` resolves class names into ``(rules, thresholds)`` (a line rule
+    becomes a ``Rule`` of its classes and limits without a region; ``inspection_gate`` pairs it with its line)."""
 
     path: Path
     default: ClassThreshold
     per_class: dict[ClassRef, ClassThreshold]
     regions: dict[str, Region]
     rules: tuple[RuleSpec, ...]
+    lines: dict[str, CountLine] = field(default_factory=dict)
+    window_s: float = DEFAULT_WINDOW_S
+
+    @property
+    def line_rules(self) -> tuple[RuleSpec, ...]:
+        """The rules that count crossings of a line (they need a video or stream)."""
+        return tuple(s for s in self.rules if s.count_line is not None)
 
     def bind(self, names: list[str]) -> tuple[list[Rule], Thresholds]:
         errors: list[str] = []
@@ -258,7 +275,35 @@ def _region(c: _Checker, name: str, node: yaml.Node) -> Region | None:
         return None
 
 
-def _rule(c: _Checker, i: int, node: yaml.Node, regions: dict[str, Any]) -> RuleSpec | None:
+def _line(c: _Checker, name: str, node: yaml.Node, regions: dict[str, Any]) -> CountLine | None:
+    what = f"lines.{name}"
+    if name in regions:
+        c.error(node, f"{what} has the name of a region; expected a name of its own (counts are reported by name).")
+        return None
+    vals = c.points(node, what)
+    if vals is None or None in vals:
+        return None
+    if len(vals) != 4 or vals[:2] == vals[2:]:
+        c.error(node, f"{what} is {vals}; expected [x1, y1, x2, y2]: two different points (frame pixels).")
+        return None
+    return CountLine(name, (vals[0], vals[1]), (vals[2], vals[3]))
+
+
+def _named(c: _Checker, keys: dict[str, tuple], key: str, what: str, defined: dict[str, Any]) -> str | None:
+    """The name under ``key`` of a rule, checked against the names ``defined`` under ``regions:`` / ``lines:``."""
+    if key not in keys:
+        return None
+    node = keys[key][1]
+    name = c.text(node, f"{what}.{key}")
+    if name is not None and name not in defined:
+        known = ", ".join(defined) or f"none (the file has no {key}s:)"
+        c.error(node, f"{what}.{key} {name!r} is not defined under {key}s:; defined: {known}.")
+    return name
+
+
+def _rule(
+    c: _Checker, i: int, node: yaml.Node, regions: dict[str, Any], lines: dict[str, Any]
+) -> RuleSpec | None:
     what = f"rules[{i}]"
     keys = c.mapping(node, what, RULE_KEYS)
     if not isinstance(node, yaml.MappingNode):
@@ -267,13 +312,19 @@ def _rule(c: _Checker, i: int, node: yaml.Node, regions: dict[str, Any]) -> Rule
     name = c.text(keys["name"][1], f"{what}.name") if "name" in keys else None
     if "name" not in keys:
         c.error(node, f"{what} has no name:; expected a name (it is shown in the verdict's reasons).")
-    region = None
-    if "region" in keys:
-        rnode = keys["region"][1]
-        region = c.text(rnode, f"{what}.region")
-        if region is not None and region not in regions:
-            known = ", ".join(regions) or "none (the file has no regions:)"
-            c.error(rnode, f"{what}.region {region!r} is not defined under regions:; defined: {known}.")
+    region = _named(c, keys, "region", what, regions)
+    line = _named(c, keys, "line", what, lines)
+    if "region" in keys and "line" in keys:
+        c.error(node, f"{what} has both region and line; expected one: a region rule counts objects inside, a line "
+                      "rule counts crossings.")  # fmt: skip
+    direction = None
+    if "direction" in keys:
+        direction = c.value(keys["direction"][1]) if isinstance(keys["direction"][1], yaml.ScalarNode) else None
+        if direction not in DIRECTIONS:
+            c.error(keys["direction"][1], f"{what}.direction is {c.describe(keys['direction'][1])}; expected in or "
+                                          "out (leave it out to count both).")  # fmt: skip
+        if "line" not in keys:
+            c.error(keys["direction"][0], f"{what}.direction needs a line: whose crossings it counts.")
     classes = None
     if "classes" in keys:
         cnode = keys["classes"][1]
@@ -296,7 +347,7 @@ def _rule(c: _Checker, i: int, node: yaml.Node, regions: dict[str, Any]) -> Rule
             c.error(keys["overlap"][0], f"{what}.overlap needs a region: to overlap with.")
     if len(c.errors) > start or (classes is not None and None in classes):
         return None
-    return RuleSpec(name, region, classes, lo, hi, overlap, node.start_mark.line + 1)
+    return RuleSpec(name, region, classes, lo, hi, overlap, node.start_mark.line + 1, line, direction)
 
 
 def load_rules(path: str | Path) -> RuleSet:
@@ -318,6 +369,11 @@ def load_rules(path: str | Path) -> RuleSet:
         raise RulesFileError("\n".join(c.errors))
     if "version" in top and c.value(top["version"][1]) != 1:
         c.error(top["version"][1], f"version is {c.describe(top['version'][1])}; expected 1.")
+    window_s = DEFAULT_WINDOW_S
+    if "window_s" in top:
+        window_s = c.number(top["window_s"][1], "window_s", 0, None)
+        if window_s == 0:
+            c.error(top["window_s"][1], "window_s is 0; expected the seconds of one verdict of a video, above 0.")
     default, per_class = DEFAULT_THRESHOLD, {}
     if "thresholds" in top:
         entries = c.mapping(top["thresholds"][1], "thresholds", None)
@@ -334,6 +390,10 @@ def load_rules(path: str | Path) -> RuleSet:
     if "regions" in top:
         for key, (_, vnode) in c.mapping(top["regions"][1], "regions", None).items():
             regions[str(key)] = _region(c, str(key), vnode)
+    lines: dict[str, Any] = {}
+    if "lines" in top:
+        for key, (_, vnode) in c.mapping(top["lines"][1], "lines", None).items():
+            lines[str(key)] = _line(c, str(key), vnode, regions)
     specs: list[RuleSpec] = []
     if "rules" not in top:
         c.error(root, "the file has no rules: list; expected at least one rule (see docs/inspection.md).")
@@ -344,7 +404,7 @@ def load_rules(path: str | Path) -> RuleSet:
     else:
         seen: dict[str, int] = {}
         for i, rnode in enumerate(top["rules"][1].value):
-            spec = _rule(c, i, rnode, regions)
+            spec = _rule(c, i, rnode, regions, lines)
             if spec is None:
                 continue
             if spec.name in seen:
@@ -356,5 +416,6 @@ def load_rules(path: str | Path) -> RuleSet:
     if c.errors:
         raise RulesFileError("\n".join(c.errors))
     return RuleSet(
-        path, default, per_class, {k: v for k, v in regions.items() if v is not None}, tuple(specs)
+        path, default, per_class, {k: v for k, v in regions.items() if v is not None}, tuple(specs),
+        {k: v for k, v in lines.items() if v is not None}, float(window_s),
     )

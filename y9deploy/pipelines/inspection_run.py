@@ -8,6 +8,10 @@ that a run stopped at any point keeps the verdicts of the items done:
 - ``audit.csv``: one row per item: time, run, item, verdict, reasons, counts (JSON), detections;
 - ``audit.jsonl``: one JSON object per item: the same, plus the counted detections and the rules/model files.
 An item that cannot be read gets the verdict ``error`` (with the reason) and the run goes on.
+
+A video file, stream or camera is a counting gate (``inspection_gate``, ``inspection_stream``): one item per time
+window of the rules file's ``window_s``, written as soon as the window ends; at the end one JSON line with the run's
+summary (``InspectionSummary.to_dict()``: windows, line totals, zone visits) is appended to ``summary.jsonl``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -27,11 +32,14 @@ import numpy as np
 
 from y9core.append_file import AppendFile
 from y9deploy.pipelines.inspection import inspect
-from y9deploy.pipelines.inspection_rules import load_rules
+from y9deploy.pipelines.inspection_rules import RuleSet, load_rules
+from y9deploy.pipelines.inspection_stream import is_video_source, run_gate
+from y9deploy.pipelines.video import ReconnectPolicy
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 CSV_FIELDS = ("time", "run", "item", "verdict", "reasons", "counts", "detections")
 PASS, FAIL, ERROR = "pass", "fail", "error"
+SUMMARY_NAME = "summary.jsonl"  # one line per video run: InspectionSummary.to_dict()
 
 
 @dataclass
@@ -56,6 +64,9 @@ class InspectionSummary:
     audit_csv: Path
     audit_jsonl: Path
     seconds: float
+    counts: dict[str, Any] = field(default_factory=dict)  # video source -> counting.CountSummary (the gate)
+    frames: int = 0  # video frames judged
+    dropped: int = 0  # video frames dropped by the ``latest`` policy
 
     @property
     def all_passed(self) -> bool:
@@ -142,10 +153,19 @@ def run_inspection(
     audit_dir: str | Path = "runs/inspect",
     device: str | None = None,
     iou: float = 0.45,
-    on_item: Callable[[ItemVerdict], None] | None = None,
+    on_item: Callable[[Any], None] | None = None,
+    tracker: str = "bytetrack",
+    policy: str | None = None,
+    reconnect: ReconnectPolicy | None = None,
+    max_frames: int | None = None,
+    stop: threading.Event | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> InspectionSummary:
     """Inspect every item of ``source`` with the rules file ``rules`` and the detector ``model``.
 
+    ``source``: an image, a folder of images (one item each), or a video file, stream URL or camera index (a
+    counting gate: one item per window; ``tracker``, ``policy``, ``reconnect``, ``max_frames``, ``stop`` and
+    ``on_warning`` as ``inspection_stream.run_gate``; ``on_item`` then gets ``WindowVerdict``s).
     The rules file is read and checked (against the model's class names too) before any item is inspected; the
     detector keeps every detection that the lowest per-class ``min_conf`` admits, and the thresholds of the
     file decide per class.
@@ -155,7 +175,10 @@ def run_inspection(
     from y9deploy.runtime.detector import Detector, read_image
 
     ruleset = load_rules(rules)
-    items = list_items(source)
+    video = is_video_source(source)
+    if not video:
+        _check_no_line_rules(ruleset, source)
+    items = [] if video else list_items(source)
     audit_dir = Path(audit_dir)
     if audit_dir.resolve() in {p.resolve() for p in items}:
         raise ValueError(f"audit folder {audit_dir} is one of the input images; choose another --out.")
@@ -167,6 +190,10 @@ def run_inspection(
     with Detector(model, device=device, conf=max(conf, 0.0), iou=iou) as det:
         bound, thresholds = ruleset.bind(det.names)
         extra = {"rules": str(rules), "model": str(model)}
+        if video:
+            return _run_gate(source, det, ruleset, lambda: AuditLog(audit_dir, run_id, extra), start, on_item,
+                             dict(tracker=tracker, policy=policy, reconnect=reconnect, max_frames=max_frames,
+                                  stop=stop, on_warning=on_warning))  # fmt: skip
         with AuditLog(audit_dir, run_id, extra) as log:
             for path in items:
                 t0 = time.perf_counter()
@@ -198,3 +225,46 @@ def run_inspection(
         log.jsonl_path,
         round(time.perf_counter() - start, 3),
     )
+
+
+def _check_no_line_rules(ruleset: RuleSet, source: str | Path) -> None:
+    """Line rules count crossings over time: refused, in one sentence, for images."""
+    if ruleset.line_rules:
+        spec = ruleset.line_rules[0]
+        raise ValueError(f"{ruleset.path}:{spec.line}: rule {spec.name!r} counts crossings of the line "
+                         f"{spec.count_line!r}, which needs a video file, a stream or a camera; {source} is not one.")  # fmt: skip
+
+
+def _run_gate(
+    source: str | Path, det: Any, ruleset: RuleSet, open_log: Callable[[], AuditLog], start: float,
+    on_item: Callable[[Any], None] | None, options: dict[str, Any],
+) -> InspectionSummary:  # fmt: skip
+    """A video source through the counting gate: each window's verdict to the audit log as it is judged, then the
+    summary line appended to ``summary.jsonl`` beside it. The log is opened with the first verdict: a source that
+    cannot be opened leaves no file behind."""
+    counts = {PASS: 0, FAIL: 0, ERROR: 0}
+    opened: list[AuditLog] = []
+
+    def emit(v: Any) -> None:
+        if not opened:
+            opened.append(open_log())
+        opened[0].write(v)
+        counts[v.verdict] += 1
+        if on_item is not None:
+            on_item(v)
+
+    try:
+        result = run_gate(source, det, ruleset, emit=emit, **options)
+    finally:
+        if opened:
+            opened[0].close()
+    log = opened[0] if opened else open_log()  # a source without frames: empty audit files beside the summary
+    log.close()
+    summary = InspectionSummary(log.run_id, sum(counts.values()), counts[PASS], counts[FAIL], counts[ERROR],
+                                log.csv_path, log.jsonl_path, round(time.perf_counter() - start, 3),
+                                {str(source): result.counts}, result.frames, result.dropped)  # fmt: skip
+    record = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), "source": str(source),
+              **summary.to_dict(), **log.extra}  # fmt: skip
+    with AppendFile(log.folder / SUMMARY_NAME, durable=True) as fh:  # one whole line, fsynced; an OSError names it
+        fh.append(json.dumps(record) + "\n")
+    return summary
