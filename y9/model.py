@@ -153,33 +153,21 @@ class Model:
         return self._network
 
     def _facts(self) -> _Facts:
-        """Trained image size, class names and architecture, read once from what the model itself records (the
-        checkpoint's meta, the ONNX metadata, the engine manifest). The one place that reads them."""
+        """Trained image size, class names and architecture, read once from the model's own facts record
+        (``y9deploy.read_facts``: the checkpoint's, the ONNX metadata's, the engine manifest's). The one place that
+        reads them."""
         if self._cached_facts is not None:
             return self._cached_facts
-        if self.kind in ("architecture", "checkpoint"):
-            from y9deploy.runtime.torch_backend import trained_imgsz
+        if self.kind == "architecture":
+            from y9train.checkpoint_facts import facts_of
 
-            net = self._torch_network()
-            facts = _Facts(str(net.name), _hw(trained_imgsz(net)), tuple(str(n) for n in net.names))
-        elif self.kind == "onnx":
-            from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
-
-            backend = OnnxRuntimeBackend(self.source, "cpu", threads=1)  # every load-time check of a Detector
-            try:
-                info = backend.info
-            finally:
-                backend.close()
-            facts = _Facts(info.model, _hw(info.imgsz), tuple(info.names))
+            facts = facts_of(self._torch_network())
         else:
-            from y9deploy.engine.manifest import read_manifest
-            from y9deploy.runtime.backend import parse_metadata
+            from y9deploy.facts import read_facts
 
-            m = read_manifest(self.source)
-            info = parse_metadata(dict(m.onnx_metadata), where=str(self.source), imgsz=tuple(m.imgsz))
-            facts = _Facts(info.model, _hw(info.imgsz), tuple(info.names))
-        self._cached_facts = facts
-        return facts
+            facts = read_facts(self.source)
+        self._cached_facts = _Facts(facts.model, _hw(facts.imgsz), tuple(facts.names))
+        return self._cached_facts
 
     @property
     def names(self) -> list[str]:

@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
             output = out
         if overwrite:
             deprecated("--overwrite", "--exist-ok")
-        run = resolve_output_dir(None, task="triton", inputs=[model]) if output is None else RunDir(output)
+        run = (resolve_output_dir(None, task="triton", inputs=[model]) if output is None
+               else RunDir(output, created=not output.exists()))  # a repository this run creates goes if it fails
         with writing(run):
             repo = write_triton_repo(model, run.path, name=name, max_batch=max_batch, instances=instances,
                                      kind=kind.value, overwrite=exist_ok or overwrite)  # fmt: skip

@@ -99,7 +99,7 @@ def test_embedded_static_dynamic_and_sm89_engine(tmp_path):
     _check_static_640("embedded", tmp_path / "gs.onnx")
     # dynamic batch: symbolic batch, fixed H and W, equal to torch at batch 1 and 4
     model, real640 = _model_and_inputs("embedded", (640, 640))
-    dyn = export_onnx_report(model, tmp_path / "gs-dyn.onnx", dynamic_batch=True, check_input=real640[:2])
+    dyn = export_onnx_report(model, tmp_path / "gs-dyn.onnx", dynamic_batch=True, imgsz=640, check_input=real640[:2])
     graph = onnx.load(str(dyn.path)).graph
     assert isinstance(_dims(graph.input[0])[0], str) and _dims(graph.input[0])[1:] == [3, 640, 640]
     assert isinstance(_dims(graph.output[0])[0], str) and _dims(graph.output[0])[1:] == [84, 8400]

@@ -68,7 +68,7 @@ def test_default_export_has_the_trained_size_and_the_chain_carries_the_facts(cha
 
 def test_val_of_pt_onnx_and_fp16_onnx_agree(chain):
     """`y9 val`'s two paths (the training-time loop for .pt, Detector for deployed files) with default options."""
-    from y9cli.train import val_model
+    from y9.val import val_model
 
     scores = {k: val_model(COCO8, chain[k], workers=2).metrics["map50_95"] for k in ("pt", "onnx", "fp16")}
     assert scores["pt"] > 0.5, scores  # the model finds its training images: a comparison that means something

@@ -194,5 +194,6 @@ def test_val_deployed_refuses_another_class_count(tmp_path):
         DataError, match=r"tiny\.onnx predicts 3 classes but data\.yaml .*coco8\.yaml has nc=80"
     ):
         val_model(TEST_DATA / "coco8.yaml", tiny, workers=1)
+    (tmp_path / "m.tflite").write_bytes(b"a model of another runtime")
     with pytest.raises(ValueError, match=r"suffix '\.tflite'"):
         val_model(TEST_DATA / "coco8.yaml", tmp_path / "m.tflite")

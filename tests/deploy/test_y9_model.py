@@ -74,8 +74,8 @@ def test_predict_is_the_detectors_on_frames_paths_and_folders(embedded_pt, coco8
 
 def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch):
     """The library functions are the things that work; what the Model hands them is checked here."""
+    import y9.val as val_module
     import y9deploy.export.onnx_export as export_module
-    import y9deploy.validate_deployed as val_module
     import y9train.train as train_module
 
     seen: dict[str, dict] = {}

@@ -84,7 +84,7 @@ def _edit(engine, **changes) -> dict:
 def test_a_manifest_entry_of_the_wrong_type_is_one_sentence_in_info_and_triton(engine, tmp_path, capsys, changes,
                                                                                  entry):  # fmt: skip
     _edit(engine, **changes)
-    for args in (["info", engine], ["triton", engine, "--out", tmp_path / "repo"]):
+    for args in (["info", engine], ["triton", engine, "-o", tmp_path / "repo"]):
         code, _, err = _cli(args, capsys)
         assert code == 2
         _one_error(err, str(manifest_path(engine)), entry)
