@@ -49,7 +49,7 @@ def test_pick_k():
     assert pick_k(5, min_k=1) == 8 and pick_k(1, min_k=1) == 1
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(4))  # ties (odd), a class filter (0, 3), per-class thresholds (1)
 def test_equals_host_postprocess(seed):
     """Randomized raw outputs and settings (ties, class filter, per-class thresholds, agnostic, max_det); one
     GraphPost serves every setting in turn (the thresholds live in device buffers)."""

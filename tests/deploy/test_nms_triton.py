@@ -84,7 +84,7 @@ def test_kernel_dense_chain():
     np.testing.assert_array_equal(got, slow_greedy(over, np.array([k, k]), 10_000))
 
 
-@pytest.mark.parametrize("k", [1, 33, 64, 130, 300])
+@pytest.mark.parametrize("k", [1, 33, 130, 260])  # one word, two, five, nine (K above 256)
 def test_iou_bits_equal_overlaps(k):
     """The packed bits computed from the boxes equal ``iou > t`` of the float32 formula (``box_iou_torch``,
     itself equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output

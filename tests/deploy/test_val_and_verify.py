@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from tests.conftest import shared_path
 from tests.deploy.embedded import IMGSZ
@@ -160,15 +162,16 @@ def test_verify_catches_an_fp16_only_failure(embedded_export, tmp_path):
     run = lambda p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]  # noqa: E731
     a, b = run(str(src)), run(fragile)
     assert np.abs(a[:, 4:] - b[:, 4:]).max() < 1e-3  # the FP32 graph is still the model
-    # the train split: the demonstration model scores well only on its own training images (MODEL_CARD.md), so
-    # a drop shows there; on the 16 held-out images its mAP50-95 is ~3 points to begin with
-    res = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),
-              "--verify-split", "train")  # fmt: skip
+    # training images: the demonstration model scores well only on its own training images (MODEL_CARD.md), so
+    # a drop shows there (on the 16 held-out images its mAP50-95 is ~3 points to begin with); 32 of them suffice
+    train = sorted((Path(_coco128()).parent / "images" / "train").glob("*.jpg"))[:32]
+    (tmp_path / "train32.txt").write_text("".join(f"{p}\n" for p in train))
+    names = yaml.safe_load(Path(_coco128()).read_text())["names"]
+    data = tmp_path / "train32.yaml"
+    data.write_text(yaml.safe_dump({"path": str(tmp_path), "train": "train32.txt", "val": "train32.txt", "names": names}))
+    res = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", str(data))
     assert res.returncode == 2 and "engine verification failed" in res.stderr, res.stdout + res.stderr[-2000:]
-    assert not (tmp_path / "f.engine").exists()
-    ok = _y9("build-engine", fragile, "-o", str(tmp_path / "f.engine"), "--target", "sm89", "--verify", _coco128(),
-             "--verify-threshold", "100")  # fmt: skip
-    assert ok.returncode == 0 and (tmp_path / "f.engine").is_file(), ok.stderr[-2000:]
+    assert not (tmp_path / "f.engine").exists()  # (a passing verification writes it: test_verify_passes_...)
 
 
 def test_verify_bad_options(embedded_export, tmp_path):

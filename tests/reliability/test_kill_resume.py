@@ -49,7 +49,6 @@ def references(coco8, workdir, env):
 @pytest.mark.parametrize(
     "kill, val",
     [
-        ("replace:last:1", True),  # right after the first last.pt appears, before best.pt is written
         ("write:last:2", True),  # half of epoch 2's last.pt written to its temporary file
         (
             "event:on_step_end:3",
