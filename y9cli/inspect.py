@@ -11,7 +11,7 @@ import typer
 
 from y9cli.interrupts import command_line, exit_code, graceful_stop, interrupted_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
-from y9cli.predict import Policy
+from y9cli.stream_options import MaxFramesOption, PolicyOption, ReconnectAttemptsOption
 from y9cli.track_options import Tracker
 from y9core.wording import plural
 
@@ -47,20 +47,9 @@ def register(app: typer.Typer) -> None:
             typer.Option("--track", help="Videos and streams: the tracker the gate counts on: bytetrack, or botsort "
                                          "(camera-motion compensation, for a moving camera)."),
         ] = Tracker.bytetrack,  # fmt: skip
-        policy: Annotated[
-            Policy | None,
-            typer.Option("--policy", help="Video/stream frames: latest (drop stale frames; default for streams and "
-                                          "cameras) or queue (keep every frame; default for files)."),
-        ] = None,  # fmt: skip
-        reconnect_attempts: Annotated[
-            int,
-            typer.Option(
-                "--reconnect-attempts", min=0, help="Streams: reconnect attempts in a row before giving up."
-            ),
-        ] = 10,
-        max_frames: Annotated[
-            int | None, typer.Option("--max-frames", min=1, help="Stop a video or stream after this many frames.")
-        ] = None,
+        policy: PolicyOption = None,
+        reconnect_attempts: ReconnectAttemptsOption = 10,
+        max_frames: MaxFramesOption = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")] = False,
     ) -> None:
         """Inspect images, or the windows of a video or stream, against a rules file: ROIs, per-class thresholds,

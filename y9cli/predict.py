@@ -14,6 +14,7 @@ import typer
 
 from y9cli.interrupts import command_line, exit_code, graceful_stop, interrupted_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9cli.stream_options import MaxFramesOption, PolicyOption, ReconnectAttemptsOption
 from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
 from y9core.wording import plural
 
@@ -21,11 +22,6 @@ from y9core.wording import plural
 class Merge(str, Enum):
     nms = "nms"
     nmm = "nmm"
-
-
-class Policy(str, Enum):
-    latest = "latest"
-    queue = "queue"
 
 
 def register(app: typer.Typer) -> None:
@@ -97,24 +93,9 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option("--merge-iou", min=0.0, max=1.0, help="With --tile: IoU that matches two boxes."),
         ] = 0.5,
-        policy: Annotated[
-            Policy | None,
-            typer.Option(
-                "--policy",
-                help="Video/stream frames: latest (drop stale frames; default for streams and "
-                "cameras) or queue (keep every frame; default for files).",
-            ),
-        ] = None,  # fmt: skip
-        reconnect_attempts: Annotated[
-            int,
-            typer.Option(
-                "--reconnect-attempts", min=0, help="Streams: reconnect attempts in a row before giving up."
-            ),
-        ] = 10,
-        max_frames: Annotated[
-            int | None,
-            typer.Option("--max-frames", min=1, help="Stop each video or stream after this many frames."),
-        ] = None,
+        policy: PolicyOption = None,
+        reconnect_attempts: ReconnectAttemptsOption = 10,
+        max_frames: MaxFramesOption = None,
         stdout: Annotated[
             bool,
             typer.Option("--stdout", help="Also print each frame's JSON line on stdout (summary on stderr)."),

@@ -220,20 +220,28 @@ def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     return payload
 
 
+def _weights_only_payload(path: Path) -> Any:
+    """The file's payload after the file and zip CRC checks, loaded with ``weights_only=True``; None when it holds
+    pickled classes (an official checkpoint)."""
+    _check_file(path)
+    check_zip_crc(path)
+    try:
+        return _torch_load_weights_only(path)
+    except pickle.UnpicklingError:
+        return None
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """The raw payload of a y9 checkpoint (``weights_only=True``), e.g. for resuming training.
 
     Zip CRCs, digest and entry types are checked: a damaged or malformed file is one ``ModelFileError``."""
     path = Path(path)
-    _check_file(path)
-    check_zip_crc(path)
-    try:
-        payload = _torch_load_weights_only(path)
-    except pickle.UnpicklingError:
+    payload = _weights_only_payload(path)
+    if payload is None:
         raise ModelFileError(
             f"{path}: is not a y9 checkpoint (it holds pickled classes, e.g. an official YOLOv9 checkpoint); "
             "expected a file written by y9"
-        ) from None
+        )
     return _checked_payload(payload, path)
 
 
@@ -241,12 +249,7 @@ def read_y9_payload(path: str | Path) -> dict[str, Any] | None:
     """The checked payload of a y9 checkpoint (as ``read_checkpoint``), or None when ``path`` holds another format
     (an official checkpoint, a bare state dict): those need ``load_checkpoint``."""
     path = Path(path)
-    _check_file(path)
-    check_zip_crc(path)
-    try:
-        payload = _torch_load_weights_only(path)
-    except pickle.UnpicklingError:
-        return None
+    payload = _weights_only_payload(path)
     if isinstance(payload, dict) and payload.get("format") == FORMAT:
         return _checked_payload(payload, path)
     return None
