@@ -82,6 +82,7 @@ def write_val_report(
     about: dict[str, Any] | None = None,
     conf: float = DEFAULT_CONF,
     iou: float = DEFAULT_IOU,
+    pictures: bool = True,
 ) -> ValReport:
     """Write the files of a ``y9core.val_result.ValResult`` into ``folder`` (module docstring).
 
@@ -90,6 +91,7 @@ def write_val_report(
         save_json: also write ``predictions.json`` (COCO results).
         about: what was validated (model, data, split, image size, ...), recorded in metrics.json.
         conf, iou: the thresholds of the confusion matrix.
+        pictures: also draw the PNG files (matplotlib); False writes the CSV and JSON files only.
     """
     folder = Path(folder)
     names = _names(result)
@@ -114,7 +116,7 @@ def write_val_report(
         files.append(atomic_write(folder / "predictions.json", json.dumps(rows) + "\n"))
     notes: list[str] = []
     try:
-        files += _pictures(result, names, matrix, folder)
+        files += _pictures(result, names, matrix, folder) if pictures else []
     except BackendUnavailableError as exc:
         notes.append(str(exc))
     return ValReport(folder, files, notes)

@@ -178,7 +178,9 @@ class TrainConfig:
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
     epoch's end; ``y9train.checkpoint_writer``); ``log_interval``: batches between host reads of the running
-    losses / grad norms (the hot loop never syncs otherwise); ``profile``: time the phases of every step.
+    losses / grad norms (the hot loop never syncs otherwise); ``profile``: time the phases of every step;
+    ``plots``: draw the run's pictures (results.png, the first batches and labels.jpg, the validation curves and
+    confusion matrix; the CSV and JSON files are written either way).
     """
 
     data: str = ""
@@ -213,6 +215,7 @@ class TrainConfig:
     async_save: bool = True  # checkpoints written in a background thread while the next epoch trains
     log_interval: int = 20
     profile: bool = False
+    plots: bool = True
     verbose: bool = True
     hyp: Hyp = field(default_factory=Hyp)
 

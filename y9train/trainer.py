@@ -127,7 +127,7 @@ class Trainer(TrainerSetup):
         if self._resume:
             restore_run(self, *self._resume)
             self.last_opt_step, _ = self.accumulation.replay(self.nb, self.iteration)
-        else:  # a new run's folder gets pictures of its labels and first batches, drawn in the background
+        elif cfg.plots:  # a new run's folder gets pictures of its labels and first batches, drawn in the background
             self.previews = TrainingPreviews(self.save_dir, self.data_cfg.names)
             self.previews.labels(self.train_ds.labels)
         # last, after everything that can fail (nothing above runs a convolution or a matmul): fit puts it back
@@ -191,9 +191,11 @@ class Trainer(TrainerSetup):
                 self.algorithms_found.apply()
                 self.previews.close(self.reporter.warn)
                 self.reporter.close()
-                plot_run(self.save_dir, bool(self.history), self.reporter)
+                if cfg.plots:
+                    plot_run(self.save_dir, bool(self.history), self.reporter)
                 write_training_val_report(self.save_dir, self.best_val, self.best_epoch, {"data": cfg.data,
-                                          "model": cfg.model, "imgsz": cfg.imgsz}, self.reporter)  # fmt: skip
+                                          "model": cfg.model, "imgsz": cfg.imgsz}, self.reporter,
+                                          pictures=cfg.plots)  # fmt: skip
                 self.release_run_dir()
         self._fire("on_train_end")
         return self.result(stopped)

@@ -13,13 +13,15 @@ from typing import Any
 
 
 def write_training_val_report(
-    save_dir: Path | None, best: tuple[int, Any] | None, best_epoch: int, about: dict[str, Any], reporter: Any
+    save_dir: Path | None, best: tuple[int, Any] | None, best_epoch: int, about: dict[str, Any], reporter: Any,
+    *, pictures: bool = True,
 ) -> Path | None:
     """Write the report of ``best`` ((epoch index, ValResult)) into ``save_dir``; returns the folder or None.
 
     Args:
         best_epoch: the run's best epoch index (``best`` may be an earlier-validated one after a resume).
         about: what was trained (data, model, image size), recorded in metrics.json.
+        pictures: also draw the curves and confusion matrix (``plots=false`` leaves them out).
     """
     if save_dir is None or best is None:
         return None
@@ -28,7 +30,8 @@ def write_training_val_report(
     epoch, result = best
     weights = "weights/best.pt" if epoch == best_epoch else "weights/last.pt"
     try:
-        report = write_val_report(result, save_dir, about={**about, "epoch": epoch + 1, "weights": weights})
+        report = write_val_report(result, save_dir, about={**about, "epoch": epoch + 1, "weights": weights},
+                                  pictures=pictures)
     except OSError as exc:
         reporter.warn(f"no validation files: {exc}")
         return None

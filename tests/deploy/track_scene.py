@@ -29,7 +29,7 @@ LINE = (160.0, 0.0, 160.0, 240.0)  # x1, y1, x2, y2: zebra left->right = "in", p
 # (image stem suffix, label row, class id, start x, start y, px per frame in x, in y)
 OBJECTS = (("34", 0, 22, 8, 60, 1.0, 0.0), ("36", 1, 0, 250, 106, -1.0, 0.0), ("42", 0, 16, 4, 175, 0.25, 0.0))
 # the slow scene of the live-stream test: the zebra left to right ("in"), the dog right to left ("out"), apart
-SLOW_OBJECTS = (("34", 0, 22, 10, 40, 1.0, 0.0), ("42", 0, 16, 246, 150, -1.0, 0.0))
+SLOW_OBJECTS = (("34", 0, 22, 70, 40, 1.0, 0.0), ("42", 0, 16, 190, 150, -1.0, 0.0))
 # the counting-gate scene of the inspection tests (16 frames, 7 px per frame): the zebra left to right along the top
 # ("in", crossing at frame 10), the dog right to left along the bottom ("out", at frame 6), apart
 GATE_OBJECTS = (("34", 0, 22, 58, 40, 1.0, 0.0), ("42", 0, 16, 163, 150, -1.0, 0.0))

@@ -45,7 +45,8 @@ class RunSpec:
     def train_args(self, project: Path, name: str) -> list[str]:
         args = ["train", "--data", str(self.data), "--model", self.model, "--imgsz", str(self.imgsz),
                 "--epochs", str(self.epochs), "--batch", str(self.batch), "--workers", str(self.workers),
-                "--device", self.device, "--project", str(project), "--name", name, *self.extra]  # fmt: skip
+                "--device", self.device, "--project", str(project), "--name", name, "plots=false",
+                *self.extra]  # fmt: skip  (no pictures: what a kill can lose is in the files checked)
         return args + ([] if self.val else ["--no-val"])
 
     def resume_args(self, run_dir: Path) -> list[str]:

@@ -37,6 +37,12 @@ def finished_run(tmp_path_factory):
     return first.save_dir
 
 
+def test_plots_false_writes_the_files_but_no_pictures(finished_run):
+    names = {p.name for p in finished_run.iterdir()}
+    assert {"results.csv", "steps.csv", "metrics.json", "per_class.csv", "confusion_matrix.csv"} <= names
+    assert not [n for n in names if n.endswith((".png", ".jpg"))], names
+
+
 def test_a_copied_run_resumes_into_its_own_folder_and_the_original_stays_byte_identical(finished_run, tmp_path):
     original = finished_run
     before = _files(original)

@@ -34,7 +34,8 @@ def coco_pair(tmp_path: Path) -> Path:
 def tiny_config(
     data: Path, tmp_path: Path, *, name: str = "run", hyp: dict | None = None, **options
 ) -> TrainConfig:
-    """gelan-t, 160 px, batch 2, one epoch, no workers, quiet; short warmup; ``hyp`` updates ``Hyp`` fields."""
+    """gelan-t, 160 px, batch 2, one epoch, no workers, quiet, no pictures (``plots=False``: the tests of the
+    pictures ask for them); short warmup; ``hyp`` updates ``Hyp`` fields."""
     base = {"nbs": 2, "warmup_min_iters": 2}
     base.update(hyp or {})
     kwargs = {
@@ -47,6 +48,7 @@ def tiny_config(
         "project": str(tmp_path / "runs"),
         "name": name,
         "verbose": False,
+        "plots": False,
     }
     kwargs.update(options)
     return TrainConfig(hyp=Hyp(**base), **kwargs)
