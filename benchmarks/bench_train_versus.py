@@ -1,6 +1,6 @@
 """y9 against Ultralytics on the same data in the same run, each trainer alone and in a process of its own: wall time
 (process start to exit), time from process start to the first training step, first-epoch time, steady img/s and
-peak GPU memory (issue 37's table; docs/benchmarks.md, "Next GPU run").
+peak GPU memory (issue 37's table; docs/benchmarks.md, "Training: speed").
 
     python benchmarks/bench_train_versus.py splits/deeppcb/data.yaml --epochs 40 --batch 32 --out vs
     python benchmarks/bench_train_versus.py ../shared/datasets/coco8/data.yaml --dry --out /tmp/vs   # CPU smoke run

@@ -2,7 +2,7 @@
 # the background (a device call lasts at most 10 minutes), then poll with the same line until "alone runs done":
 #   W=/root/w; [ -f $W/alone.log ] || (setsid nohup bash docs/next-gpu-run/alone.sh > $W-alone.log 2>&1 &)
 #   for i in $(seq 57); do sleep 10; grep -q "alone runs done" /root/w-alone.log && break; done; cp /root/w-alone.log /root/w/alone.tgz $OUT/
-# The short runs go first: a fault shows within two minutes. docs/benchmarks.md, "Training speed".
+# The short runs go first: a fault shows within two minutes. docs/benchmarks.md, "Training: speed".
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
 stage deeppcb; machine
 python3 benchmarks/bench_accuracy.py split $W/data/deeppcb/data.yaml --out $W/splits/deeppcb
