@@ -7,7 +7,10 @@ Tests that need ../shared (datasets, official fixtures) call ``shared_path(...)`
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -44,6 +47,15 @@ def _cache_dir_outside_shared(tmp_path_factory):
 def shared():
     """``shared("fixtures", "official", "official_nms.npz") -> Path`` (skip/fail rules above)."""
     return shared_path
+
+
+def y9_output(*args) -> subprocess.CompletedProcess:
+    """``y9 ARGS`` through the console entry point in this process (no interpreter and torch start per call): its
+    exit status and what it printed, as ``subprocess.run(..., capture_output=True, text=True)`` returns them."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = run_y9(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def run_y9(args: list[str]) -> int:

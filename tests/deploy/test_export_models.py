@@ -9,8 +9,6 @@ checked on letterboxed photos on which its float32 rounding stays small. Each te
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from functools import lru_cache
 
 import numpy as np
@@ -18,6 +16,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from tests.conftest import y9_output
 from tests.deploy.embedded import COCO8, embedded_model_path
 from tests.deploy.export_models import calibrated_model, inputs_for, letterboxed, rel_diff, torch_out
 from y9core.errors import EngineMismatchError
@@ -40,11 +39,7 @@ def _dims(vi) -> list:
     return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in vi.type.tensor_type.shape.dim]
 
 
-def _y9(*args: str) -> subprocess.CompletedProcess:
-    """The real command line (``y9 ...``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "y9cli", *args], capture_output=True, text=True, timeout=600
-    )
+_y9 = y9_output  # the command line, in this process
 
 
 @lru_cache(maxsize=1)

@@ -54,7 +54,7 @@ def test_equals_host_postprocess(seed):
     """Randomized raw outputs and settings (ties, class filter, per-class thresholds, agnostic, max_det); one
     GraphPost serves every setting in turn (the thresholds live in device buffers)."""
     rng = np.random.default_rng(500 + seed)
-    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 600))
+    b, nc, a = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(20, 300))
     post = GraphPost(nc, "cpu", min_k=int(rng.choice([1, 64])))
     for _ in range(2):
         pred = random_pred(rng, b, nc, a, ties=bool(seed % 2))
@@ -62,7 +62,7 @@ def test_equals_host_postprocess(seed):
         assert_rows_equal(run(post, pred, **kw), postprocess(pred, **kw))
 
 
-@pytest.mark.parametrize("counts,chain", [([0, 1, 7, 31, 33, 65, 300, 2], (6,)), ([300, 3, 0, 129], (0,))])
+@pytest.mark.parametrize("counts,chain", [([0, 1, 7, 31, 33, 65, 200, 2], (6,)), ([200, 3, 0, 129], (0,))])
 def test_uneven_counts_chains_and_fallbacks(counts, chain, monkeypatch):
     """Very different candidate counts and dense suppression chains in one batch; then the two fallbacks to the
     eager path: K above the kernel's limit, and packed IoU bits above the budget (bytes)."""
@@ -86,24 +86,24 @@ def test_k_from_the_last_batch_and_reruns(monkeypatch):
     candidates than that K is run again with a K that fits, from its own kept data, even when the next batch was
     submitted before its rows were read (two lanes)."""
     rng = np.random.default_rng(11)
-    few, many = uneven_pred(rng, [5, 20], a=700), uneven_pred(rng, [300, 40], a=700)
+    few, many = uneven_pred(rng, [5, 20], a=700), uneven_pred(rng, [200, 40], a=700)
     post = GraphPost(3, "cpu")
     opts = options(3, conf=0.25)
     assert_rows_equal(post.submit(torch.from_numpy(few), 2, opts).rows(), postprocess(few, conf=0.25))
     assert post.stats == GraphStats(graph=1, eager=0, k=64)
     assert_rows_equal(post.submit(torch.from_numpy(many), 2, opts).rows(), postprocess(many, conf=0.25))
-    assert post.stats == GraphStats(graph=3, eager=0, k=512)  # ran at K=64, then again at 512
-    a = post.submit(torch.from_numpy(few), 2, opts)  # K=512 from the last batch: no rerun
-    assert post.stats.graph == 4 and post.stats.k == 512
+    assert post.stats == GraphStats(graph=3, eager=0, k=256)  # ran at K=64, then again at 256
+    a = post.submit(torch.from_numpy(few), 2, opts)  # K=256 from the last batch: no rerun
+    assert post.stats.graph == 4 and post.stats.k == 256
     b = post.submit(torch.from_numpy(many), 2, opts)  # pending together with a (the other lane)
     assert_rows_equal(a.rows(), postprocess(few, conf=0.25))
     assert_rows_equal(b.rows(), postprocess(many, conf=0.25))
-    c = post.submit(torch.from_numpy(few), 2, opts)  # both at K=512 (set by b's rows)
+    c = post.submit(torch.from_numpy(few), 2, opts)  # both at K=256 (set by b's rows)
     d = post.submit(torch.from_numpy(many), 2, opts)
     assert_rows_equal(d.rows(), postprocess(many, conf=0.25))  # rows in the other order, reruns included
     assert_rows_equal(c.rows(), postprocess(few, conf=0.25))
     post.submit(torch.from_numpy(few), 2, opts).rows()  # K back to 64
-    monkeypatch.setattr(nms_triton, "MAX_K", 128)  # the rerun of the next batch needs 512: the eager path
+    monkeypatch.setattr(nms_triton, "MAX_K", 128)  # the rerun of the next batch needs 256: the eager path
     e = post.submit(torch.from_numpy(many), 2, opts)
     blk, kept = e.block()
     assert e.ready is not None and post.stats.eager == 1
@@ -116,7 +116,7 @@ def test_padding_images_fp16_and_no_candidates():
     """Only the first n images are returned, and padding images (here with far more candidates than the real
     ones) do not change them; float16 outputs; a batch without candidates."""
     rng = np.random.default_rng(7)
-    pred = uneven_pred(rng, [20, 10, 600], a=700)
+    pred = uneven_pred(rng, [20, 10, 300], a=700)
     post = GraphPost(3, "cpu")
     got = run(post, pred, n=2, conf=0.25)
     assert len(got) == 2

@@ -10,25 +10,19 @@ ONNX that TensorRT-RTX builds from breaks.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import shared_path
+from tests.conftest import shared_path, y9_output
 from tests.deploy.embedded import IMGSZ
 
 pytestmark = pytest.mark.slow
 
 
-def _y9(*args: str) -> subprocess.CompletedProcess:
-    """The real command line (``y9 ...``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "y9cli", *args], capture_output=True, text=True, timeout=600
-    )
+_y9 = y9_output  # the command line, in this process
 
 
 def _local_cc() -> str:
