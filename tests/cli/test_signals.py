@@ -87,7 +87,7 @@ def test_sigterm_after_an_epoch_keeps_that_epoch_and_says_how_to_resume(tmp_path
 
     data = coco_pair_dataset(tmp_path / "data")
     proc = _start(["train", "--data", data, "--model", "gelan-t", "--imgsz", "64", "--epochs", "30", "--batch", "2",
-                   "--workers", "0", "--device", "cpu", "--no-val"], tmp_path)  # fmt: skip
+                   "--workers", "0", "--device", "cpu", "--no-val", "plots=false"], tmp_path)  # fmt: skip
     lines = _collect(proc.stdout)
     _wait_until(proc, lambda: any(" done in " in line for line in lines))
     proc.send_signal(signal.SIGTERM)
@@ -109,7 +109,7 @@ def test_sigterm_after_an_epoch_keeps_that_epoch_and_says_how_to_resume(tmp_path
 def test_sigint_before_the_first_epoch_says_nothing_can_be_resumed(tmp_path):
     data = coco_pair_dataset(tmp_path / "data")
     args = ["train", "--data", data, "--model", "gelan-t", "--imgsz", "64", "--epochs", "1", "--batch", "2",
-            "--workers", "0", "--device", "cpu", "--no-val", "--name", "one"]  # fmt: skip
+            "--workers", "0", "--device", "cpu", "--no-val", "--name", "one", "plots=false"]  # fmt: skip
     proc = _start(args, tmp_path)
     _wait_until(proc, lambda: (tmp_path / "runs" / "train" / "one" / "steps.csv").exists())  # set up, training
     proc.send_signal(signal.SIGINT)

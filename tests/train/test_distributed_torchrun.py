@@ -110,7 +110,7 @@ def _step1_references(data, world: int) -> tuple[dict, float, dict]:
 def test_torchrun_coco8_matches_per_share_reference_rank0_writes_and_resumes(tmp_path):
     data = shared_path("datasets", "coco8", "data.yaml")
     proc = _torchrun(["--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "4",
-                      "--device", "cpu", "--project", str(tmp_path), "--name", "ddp"])  # fmt: skip
+                      "--device", "cpu", "--project", str(tmp_path), "--name", "ddp", "plots=false"])  # fmt: skip
     run = tmp_path / "ddp"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp"]  # no folder from rank 1
     assert (run / "weights" / "best.pt").is_file()
@@ -158,10 +158,10 @@ def test_torchrun_sync_bn_matches_a_single_process_run(tmp_path):
     # BatchNorm rounding differences of the first step into 2.5e-3 on the next losses)
     hyp = {"nbs": 4, "warmup_min_iters": 1, "optimizer": "sgd"}
     _torchrun(["--data", common["data"], "--model", "gelan-t", "--imgsz", "160", "--epochs", "2", "--batch", "2",
-               "--device", "cpu", "--no-val", "--sync-bn", "--project", str(tmp_path), "--name", "ddp",
+               "--device", "cpu", "--no-val", "--sync-bn", "--project", str(tmp_path), "--name", "ddp", "plots=false",
                *(f"{k}={v}" for k, v in hyp.items())])  # fmt: skip
     ddp = read_csv(tmp_path / "ddp" / "steps.csv")
-    cfg = TrainConfig(**common, workers=0, val=False, project=str(tmp_path), name="one", verbose=False,
+    cfg = TrainConfig(**common, workers=0, val=False, project=str(tmp_path), name="one", verbose=False, plots=False,
                       hyp=Hyp(**hyp))  # fmt: skip
     Trainer(cfg).fit()
     one = read_csv(tmp_path / "one" / "steps.csv")

@@ -340,7 +340,7 @@ def test_y9_train_cli_takes_a_recipe_name(tmp_path):
 
     data = coco_pair(tmp_path)
     args = ["train", "--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "2",
-            "--workers", "0", "--no-val", "--device", "cpu", "--project", str(tmp_path), "--name", "run"]  # fmt: skip
+            "--workers", "0", "--no-val", "--device", "cpu", "--project", str(tmp_path), "--name", "run", "plots=false"]  # fmt: skip
     res = CliRunner().invoke(app, [*args, "--hyp", "official", "warmup_min_iters=1"])
     assert res.exit_code == 0, res.output
     stored = read_checkpoint(tmp_path / "run" / "weights" / "last.pt")["train"]["config"]["hyp"]

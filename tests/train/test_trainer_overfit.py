@@ -34,7 +34,7 @@ def test_gelan_t_overfits_four_neu_images(tmp_path):
     hyp = Hyp(optimizer="adamw", lr0=0.003, lrf=0.01, schedule="cosine", warmup_epochs=1.0, warmup_min_iters=0,
               nbs=4, ema_decay=0.9, ema_tau=10.0, close_mosaic=0, **no_aug)  # fmt: skip
     cfg = TrainConfig(data=str(data), model="gelan-t", imgsz=128, epochs=16, batch=4, workers=0,
-                      project=str(tmp_path / "runs"), verbose=False, hyp=hyp)  # fmt: skip
+                      project=str(tmp_path / "runs"), verbose=False, plots=False, hyp=hyp)  # fmt: skip
     before = {}
 
     def baseline(trainer):
