@@ -32,6 +32,12 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``slow`` run first (otherwise in collection order): with ``-n 2 --dist worksteal``, a
+    40-second test collected last would run alone on one worker at the end while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _cache_dir_outside_shared(tmp_path_factory):
     """Dataset caches (labels, images) go to a temporary folder, never beside ../shared's data."""

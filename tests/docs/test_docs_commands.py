@@ -97,6 +97,7 @@ def test_substitutions_keep_the_command():
     assert p.inputs == ["yolov9-c.pt"] and p.changes == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("guide", GUIDES, ids=[p.relative_to(REPO).as_posix() for p in GUIDES])
 def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns, capsys):
     env = _env()

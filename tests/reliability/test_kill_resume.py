@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import REPO, shared_path
 from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, reference_run
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def coco8():

@@ -46,6 +46,8 @@ from y9train.trainer import Trainer
 
 TERMS = ("box", "cls", "dfl")
 
+pytestmark = pytest.mark.slow
+
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}

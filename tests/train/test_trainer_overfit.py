@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import shared_path
@@ -16,6 +17,8 @@ from tests.train.trainer_fixtures import one_thread  # noqa: F401
 from y9train.hyp import Hyp, TrainConfig
 from y9train.trainer import Trainer
 from y9train.validate import run_validation
+
+pytestmark = pytest.mark.slow
 
 IMAGES = ("crazing_1", "crazing_5", "inclusion_2", "patches_15")  # 1 + 2 + 3 + 2 boxes, 3 classes
 
