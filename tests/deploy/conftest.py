@@ -1,7 +1,10 @@
-"""Session fixtures of the deploy tests: the embedded model and its ONNX exports, made once per session."""
+"""Session fixtures of the deploy tests: the embedded model and its ONNX exports, made once per test run (shared
+by the pytest-xdist workers)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -15,24 +18,34 @@ def embedded_pt() -> Path:
     return embedded_model_path()
 
 
+def _run_folder(tmp_path_factory, name: str) -> Path:
+    """A folder shared by this run's workers (the parent of each worker's base folder under pytest-xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def embedded_export(embedded_pt, tmp_path_factory):
     """``embedded_export(imgsz=IMGSZ, **export_options) -> Path``: the embedded model exported to ONNX with these
-    options (``dynamic_batch``, ``end2end``, ``half``, ``conf`` ...), exported once per session and shared."""
+    options (``dynamic_batch``, ``end2end``, ``half``, ``conf`` ...), exported once per run: the first worker to
+    ask exports under a file lock, the others wait for it and share the file."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    root = tmp_path_factory.mktemp("embedded")
-    cache: dict[tuple, Path] = {}
+    root = _run_folder(tmp_path_factory, "embedded-exports")
 
     def get(imgsz: int = IMGSZ, **options) -> Path:
         from y9deploy.export.onnx_export import export_onnx_report
 
-        key = (imgsz, tuple(sorted(options.items())))
-        if key not in cache:
-            name = "-".join([f"e{imgsz}", *(f"{k}={v}" for k, v in sorted(options.items()))])
-            cache[key] = export_onnx_report(embedded_pt, root / f"{name}.onnx", imgsz=imgsz, **options).path
-        return cache[key]
+        name = "-".join([f"e{imgsz}", *(f"{k}={v}" for k, v in sorted(options.items()))])
+        path = root / f"{name}.onnx"
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not path.is_file():
+                export_onnx_report(embedded_pt, path, imgsz=imgsz, **options)
+        return path
 
     return get
 
