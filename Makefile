@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.y9-installed
 # torch first, pinned to the CPU build that lies on the CI machines' disk; then the project with its extras.
 TORCH  ?= torch==2.13.0
 EXTRAS ?= export,train,trt-rtx,serve,track,dev
-PYTEST_WORKERS ?= 2   # 3 measured no faster on the 2-core box (a fresh clone's make test: 496.7 s against 492.8-494.9 s)
+# 3 workers measured no faster on the 2-core box (a fresh clone's make test: 496.7 s against 492.8-494.9 s with 2)
+PYTEST_WORKERS ?= 2
 # One torch/OpenMP thread per test process: with 2 workers on 2 cores, more threads only contend (the suite ran
 # 36% faster on a slice of its heaviest tests with 1 than with the default, on the 2-core box).
 TEST_THREADS ?= 1
