@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from accuracy_report import FIGURES, compare_runs, row, table  # noqa: E402
-from reference_env import official_env, reference_font  # noqa: E402
+from reference_env import official_env, ultralytics_env  # noqa: E402
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 # what the official README's training commands pass (train_dual.py's own default, 0, never closes mosaic)
@@ -228,11 +228,7 @@ def ultralytics_arguments(args, out: Path) -> tuple[str, dict]:
 
 
 def train_ultralytics(args, out: Path) -> tuple[object, float, dict]:
-    cfg = out / "ultralytics_config"
-    cfg.mkdir(parents=True, exist_ok=True)
-    reference_font(cfg)
-    os.environ.setdefault("YOLO_OFFLINE", "1")
-    os.environ.setdefault("YOLO_CONFIG_DIR", str(cfg))
+    ultralytics_env(out / "ultralytics_config")
     from ultralytics import YOLO  # a reference, not a dependency of y9
 
     yaml_name, kwargs = ultralytics_arguments(args, out)

@@ -80,14 +80,11 @@ def child_y9(args, out: Path) -> dict:
 
 
 def child_ultralytics(args, out: Path) -> dict:
-    os.environ.setdefault("YOLO_OFFLINE", "1")
-    os.environ.setdefault("YOLO_CONFIG_DIR", str(out / "ultralytics_config"))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from reference_env import reference_font
-    from ultralytics import YOLO  # a reference, not a dependency of y9
+    from reference_env import ultralytics_env
 
-    (out / "ultralytics_config").mkdir(parents=True, exist_ok=True)
-    reference_font(out / "ultralytics_config")
+    ultralytics_env(out / "ultralytics_config")
+    from ultralytics import YOLO  # a reference, not a dependency of y9
 
     marks: dict[str, list[float]] = {"epoch_start": [], "epoch_end": [], "first_batch": []}
     images = {"n": 0}

@@ -39,6 +39,15 @@ def official_env(work: Path) -> dict:
     return env
 
 
+def ultralytics_env(folder: Path) -> None:
+    """Ultralytics run offline with its settings and font in ``folder`` (set before ``import ultralytics``; a
+    variable already set is kept)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    reference_font(folder)
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    os.environ.setdefault("YOLO_CONFIG_DIR", str(folder))
+
+
 def reference_font(folder: Path) -> None:
     """The reference trainers want Arial.ttf in their config folder and would download it: give them matplotlib's
     DejaVuSans instead (the font only draws plot labels)."""

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.conftest import TEST_DATA
+from tests.conftest import TEST_DATA, y9_output
 from tests.deploy.embedded import embedded_model_path
 from y9core.model_facts import ModelFacts
 
@@ -17,14 +17,10 @@ COCO8 = TEST_DATA / "coco8.yaml"
 AGREE_POINTS = 0.3
 
 
-def _y9(args: list[str], capsys) -> str:
-    from y9cli.app import main
-
-    with pytest.raises(SystemExit) as done:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    assert done.value.code == 0, out.err + out.out
-    return out.out
+def _y9(args: list[str]) -> str:
+    res = y9_output(*args)
+    assert res.returncode == 0, res.stderr + res.stdout
+    return res.stdout
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +46,12 @@ def chain(tmp_path_factory):
     return paths
 
 
-def test_default_export_has_the_trained_size_and_the_chain_carries_the_facts(chain, capsys):
+def test_default_export_has_the_trained_size_and_the_chain_carries_the_facts(chain):
     from y9deploy.facts import read_facts
 
     pt = read_facts(chain["pt"])
     assert pt.imgsz == (416, 416)  # what the embedded checkpoint records (MODEL_CARD.md), not the old default 640
-    infos = {k: json.loads(_y9(["info", chain[k], "--json"], capsys)) for k in ("pt", "onnx", "fp16", "engine")}
+    infos = {k: json.loads(_y9(["info", chain[k], "--json"])) for k in ("pt", "onnx", "fp16", "engine")}
     assert infos["onnx"]["details"]["input"]["shape"] == [1, 3, 416, 416]
     facts = {k: ModelFacts.from_dict(v["facts"], k) for k, v in infos.items()}
     for kind in ("onnx", "fp16", "engine"):
