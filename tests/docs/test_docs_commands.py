@@ -11,14 +11,16 @@ PYTHONPATH. Big inputs are replaced by small ones and a few options shrunk, by t
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
+from contextlib import chdir
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, y9_output
 from tests.docs.doc_blocks import DocBlock, guide_files, parse_markdown, unlabelled_command_blocks
 from tests.docs.doc_inputs import SKIP_COMMANDS, Prepared, StandIns, prepare
 
@@ -27,6 +29,38 @@ GUIDES = guide_files(REPO)
 ALLOWED_SKIP_REASONS = ("needs a GPU", "needs docker", "needs a camera", "network", "runs another test")
 MAX_SKIPPED_BLOCKS = 4
 COMMAND_TIMEOUT_S = 240
+
+
+def in_process_args(command: str) -> list[str] | None:
+    """The arguments of a plain ``y9 ARGS`` command, run through the console entry point in this process (no
+    interpreter and torch start per command); ``None`` for anything a shell must run: pipes, lists, redirections,
+    variables, globs, ``~``, other programs."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return None
+    if not words or words[0] != "y9":
+        return None
+    if any(set(w) & set("|&;<>()$`*?[]{}~") for w in words):
+        return None
+    return words[1:]
+
+
+def _run(text: str, cwd: Path, env: dict[str, str], monkeypatch) -> subprocess.CompletedProcess:
+    """``text`` as the guide's reader runs it: ``y9 ARGS`` in this process with the same working folder and
+    environment (``in_process_args``), anything else through ``bash -e -o pipefail -c``."""
+    args = in_process_args(text)
+    if args is None:
+        return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=COMMAND_TIMEOUT_S)  # fmt: skip
+    with monkeypatch.context() as m, chdir(cwd):
+        for key in set(os.environ) - set(env):
+            m.delenv(key)
+        for key, value in env.items():
+            m.setenv(key, value)
+        return y9_output(*args)
 
 
 def _blocks(path: Path) -> list[DocBlock]:
@@ -93,13 +127,18 @@ def test_substitutions_keep_the_command():
     p = prepare("y9 predict rtsp://cam.local/stream -m model.engine --save-dir out")
     assert p.text.startswith("y9 predict stream.mp4 -m model.onnx --save-dir out") and "--max-frames 4" in p.text
     assert p.inputs == ["stream.mp4", "model.onnx"]
+    assert in_process_args("y9 predict source=photos/ model=model.onnx --name 'a b'") == [
+        "predict", "source=photos/", "model=model.onnx", "--name", "a b"]
+    for shell_only in ("y9 info m.onnx | head", "y9 val a && y9 val b", "y9 predict 'photos/*.jpg'",
+                       "y9 export m.pt > log", "python -c 'import y9'", "Y9_DEBUG=1 y9 info m.onnx", "y9 x $HOME"):
+        assert in_process_args(shell_only) is None, shell_only
     p = prepare("y9 reparam yolov9-c.pt gelan-c.pt")
     assert p.inputs == ["yolov9-c.pt"] and p.changes == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("guide", GUIDES, ids=[p.relative_to(REPO).as_posix() for p in GUIDES])
-def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns, capsys):
+def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns, capsys, monkeypatch):
     env = _env()
     log: list[str] = []
     ran = 0
@@ -114,10 +153,7 @@ def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns,
                 continue
             notes = [n for n in (stand_ins.make(tmp_path, p) for p in prepared.inputs) if n]
             t0 = time.perf_counter()
-            result = subprocess.run(
-                ["bash", "-e", "-o", "pipefail", "-c", prepared.text],
-                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
-            )
+            result = _run(prepared.text, tmp_path, env, monkeypatch)
             seconds = time.perf_counter() - t0
             ran += 1
             log.append(f"{command.where()}: {seconds:.1f} s, exit {result.returncode}: {prepared.text}")
