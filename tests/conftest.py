@@ -7,9 +7,11 @@ Tests that need ../shared (datasets, official fixtures) call ``shared_path(...)`
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import subprocess
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -47,6 +49,32 @@ def _cache_dir_outside_shared(tmp_path_factory):
     os.environ["Y9_CACHE_DIR"] = str(tmp_path_factory.mktemp("y9cache"))
     yield
     os.environ.pop("Y9_CACHE_DIR", None)
+
+
+def run_folder(tmp_path_factory, name: str) -> Path:
+    """A folder shared by this test run's workers (the parent of each worker's base folder under pytest-xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """``run_folder(name)/made``, filled by ``make(folder)`` once per test run: the first worker to ask makes it
+    under a file lock, the others wait for it and share it. A failed ``make`` leaves nothing marked made."""
+    root = run_folder(tmp_path_factory, name)
+    folder = root / "made"
+    with open(root / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "made.ok").is_file():
+            if folder.exists():
+                import shutil
+
+                shutil.rmtree(folder)
+            folder.mkdir()
+            make(folder)
+            (root / "made.ok").touch()
+    return folder
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ by the pytest-xdist workers)."""
 from __future__ import annotations
 
 import fcntl
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_folder
 from tests.deploy.embedded import IMGSZ, coco8_images, embedded_model_path
 
 
@@ -16,14 +16,6 @@ from tests.deploy.embedded import IMGSZ, coco8_images, embedded_model_path
 def embedded_pt() -> Path:
     """The embedded default model (a y9 checkpoint, 80 COCO classes)."""
     return embedded_model_path()
-
-
-def _run_folder(tmp_path_factory, name: str) -> Path:
-    """A folder shared by this run's workers (the parent of each worker's base folder under pytest-xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @pytest.fixture(scope="session")
@@ -34,7 +26,7 @@ def embedded_export(embedded_pt, tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    root = _run_folder(tmp_path_factory, "embedded-exports")
+    root = run_folder(tmp_path_factory, "embedded-exports")
 
     def get(imgsz: int = IMGSZ, **options) -> Path:
         from y9deploy.export.onnx_export import export_onnx_report

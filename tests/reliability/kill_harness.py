@@ -102,15 +102,22 @@ class Reference:
 
 
 def reference_run(spec: RunSpec, workdir: Path, env: dict[str, str]) -> Reference:
-    from y9train.checkpoint import read_checkpoint
-
+    """The uninterrupted run of ``spec``, trained into ``workdir/reference`` (its seconds in ``seconds.txt``)."""
     res = run_child("none", spec.train_args(workdir, "reference"), env, timeout=spec.timeout)
     if res.returncode != 0:
         raise RuntimeError(f"the reference run failed: {res.stderr[-2000:]}")
-    weights = workdir / "reference" / "weights"
+    (workdir / "reference" / "seconds.txt").write_text(f"{res.seconds!r}\n")
+    return read_reference(workdir / "reference")
+
+
+def read_reference(run_dir: Path) -> Reference:
+    """What ``reference_run`` trained into ``run_dir``, read back from its checkpoints."""
+    from y9train.checkpoint import read_checkpoint
+
+    weights = run_dir / "weights"
     last, best = read_checkpoint(weights / "last.pt"), read_checkpoint(weights / "best.pt")
     return Reference(without_timing(last["train"]["history"]), last["model"], last["meta"]["best_epoch"],
-                     best["model"], res.seconds)  # fmt: skip
+                     best["model"], float((run_dir / "seconds.txt").read_text()))  # fmt: skip
 
 
 @dataclass

@@ -6,13 +6,10 @@ The 50-point version of this is ``benchmarks/bench_kill_resume.py`` (result in d
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import REPO, shared_path
-from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, reference_run
+from tests.conftest import made_once, shared_path, y9_output
+from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, read_reference, reference_run
 
 pytestmark = pytest.mark.slow
 
@@ -33,16 +30,17 @@ def env(workdir):
 
 
 @pytest.fixture(scope="module")
-def references(coco8, workdir, env):
-    """Uninterrupted runs, made once: with validation (best epoch 1 at these sizes) and without (best = latest)."""
+def references(coco8, env, tmp_path_factory):
+    """Uninterrupted runs, made once per test run (shared by the pytest-xdist workers): with validation (best
+    epoch 1 at these sizes) and without (best = latest)."""
     made = {}
 
     def get(val: bool):
         if val not in made:
             spec = RunSpec(coco8, val=val)
-            folder = workdir / f"ref-{'val' if val else 'noval'}"
-            folder.mkdir()
-            made[val] = (spec, reference_run(spec, folder, env), folder / "reference")
+            folder = made_once(tmp_path_factory, f"kill-ref-{'val' if val else 'noval'}",
+                               lambda f: reference_run(spec, f, env))  # fmt: skip
+            made[val] = (spec, read_reference(folder / "reference"), folder / "reference")
         return made[val]
 
     return get
@@ -87,12 +85,11 @@ def test_the_official_recipe_resumes_exactly_with_deterministic(coco8, workdir, 
     assert result.ok, result.failures
 
 
-def _train(*args, env):
-    return subprocess.run([sys.executable, "-m", "y9cli", "train", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+def _train(*args):
+    return y9_output("train", *args)
 
 
-def test_resume_arguments_that_cannot_apply_are_refused(references, env, coco8):
+def test_resume_arguments_that_cannot_apply_are_refused(references, coco8):
     _, _, run = references(True)
     before = (run / "weights" / "last.pt").read_bytes()
     from y9train.train import train
@@ -111,20 +108,18 @@ def test_resume_arguments_that_cannot_apply_are_refused(references, env, coco8):
         ValueError, match=r"with epochs=2: 3 epochs are already done; expected epochs=3 or more"
     ):
         train(resume=run, overrides=["epochs=2"], verbose=False)
-    res = _train("--resume", str(run), "epochs=2", env=env)
+    res = _train("--resume", str(run), "epochs=2")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [f"error: cannot resume {run / 'weights' / 'last.pt'} with epochs=2: "
                                                "3 epochs are already done; expected epochs=3 or more (more than 3 "
                                                "to train further)."]  # fmt: skip
-    res = _train("--resume", str(run), "--data", str(coco8), env=env)
+    res = _train("--resume", str(run), "--data", str(coco8))
     assert (
         res.returncode == 2
         and "--data cannot be given with it" in res.stderr
         and "Traceback" not in res.stderr
     )
-    res = _train(
-        "--resume", str(run), "--workers", "0", env=env
-    )  # a finished run: nothing left, said plainly
+    res = _train("--resume", str(run), "--workers", "0")  # a finished run: nothing left, said plainly
     assert res.returncode == 0, res.stderr
     assert "all 3 epochs are done; nothing left to train" in res.stdout and "epoch 4/3" not in res.stdout
     assert (run / "weights" / "last.pt").read_bytes() == before
