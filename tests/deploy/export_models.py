@@ -44,7 +44,8 @@ def recalibrate_bn(model: torch.nn.Module, x: np.ndarray) -> torch.nn.Module:
 
 # Images on which each calibrated network's own float32 error (against float64) stays below 5e-5 (boxes
 # relative, scores absolute): yolov9-c calibrated on coco8's train images, its first two val images at 640x640
-# (8.4e-6 / 4.1e-5 and 4e-7 / 4.9e-6; the fourth reaches 1.3e-3 by itself) and at 384x640 (at most 2.5e-6).
+# (8.4e-6 / 4.1e-5 and 4e-7 / 4.9e-6; the fourth reaches 1.3e-3 by itself), at 384x640 (at most 2.5e-6) and,
+# calibrated at 320x320, at 320x320 (1.9e-7 / 2.1e-7 and 6.4e-6 / 3.1e-5; the fourth 4.1e-4 / 1.9e-3).
 # There, a comparison against the 1e-3 tolerance measures the export, not the random network's rounding noise.
 WELL_CONDITIONED = {"yolov9-c": "val"}
 
@@ -58,13 +59,13 @@ def coco8(split: str, hw: tuple[int, int]) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def calibrated_model(name: str) -> torch.nn.Module:
-    """Fixture-weight model ``name`` with BatchNorm re-estimated on coco8's four train images at 640x640 (one
-    train-mode pass: 13 s for yolov9-c on one thread, 30 s with the val images too). Shared between tests: never
-    modify it (export_onnx works on a copy)."""
+def calibrated_model(name: str, size: int = 640) -> torch.nn.Module:
+    """Fixture-weight model ``name`` with BatchNorm re-estimated on coco8's four train images at ``size`` x
+    ``size`` (one train-mode pass: 13 s for yolov9-c at 640 on one thread, a quarter of that at 320). Shared
+    between tests: never modify it (export_onnx works on a copy)."""
     from tests.train.model_fixtures import official_weights_model
 
-    return recalibrate_bn(official_weights_model(name), coco8("train", (640, 640)))
+    return recalibrate_bn(official_weights_model(name), coco8("train", (size, size)))
 
 
 def inputs_for(name: str, hw: tuple[int, int]) -> np.ndarray:
