@@ -314,7 +314,7 @@ class DistributedHooks(TrainHooks):
             )
         if self.is_main:
             self.barrier()  # datasets and caches are built: the other ranks may build theirs
-        batches = YoloBatchSampler(dataset, batch_size, shuffle=dataset.augment, multi_scale=multi_scale)
+        batches = YoloBatchSampler(dataset, batch_size, shuffle=dataset.augment, multi_scale=multi_scale, seed=seed)
         sampler = DistributedBatchSampler(batches, self.rank, self.world_size)
         return loader_for_sampler(
             dataset,

@@ -54,10 +54,10 @@ class TrainHooks:
         return model
 
     def build_train_loader(self, dataset, batch_size: int, *, workers: int, multi_scale: bool, seed: int):
-        """The training DataLoader (batch size per process)."""
+        """The training DataLoader (batch size per process); ``seed``: the seed of its order."""
         from y9train.data import build_dataloader
 
-        return build_dataloader(dataset, batch_size, workers=workers, multi_scale=multi_scale)
+        return build_dataloader(dataset, batch_size, workers=workers, multi_scale=multi_scale, order_seed=seed)
 
     def all_reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
         """Mean over processes of a logged statistic (identity on one process)."""

@@ -193,7 +193,10 @@ class TrainConfig:
     project: str = "runs/train"
     name: str | None = None  # None: a new numbered folder project/exp, exp2 ... (y9core.run_dir)
     exist_ok: bool = False
-    seed: int = 0
+    seed: int = 0  # every source of randomness; init_seed / order_seed / augment_seed: one (y9train.run_seeds)
+    init_seed: int | None = None
+    order_seed: int | None = None
+    augment_seed: int | None = None
     cache: str | None = None
     amp: str = "auto"
     channels_last: bool | None = None

@@ -8,6 +8,7 @@ from typing import Any
 
 from y9core.data.dataset_warnings import dataset_warnings
 from y9train.data import AugmentConfig, YoloDataset, build_dataloader
+from y9train.run_seeds import RunSeeds
 from y9train.startup import StartupClock
 
 
@@ -34,7 +35,8 @@ def build_run_data(config, data_cfg, hooks, *, workers: int, report_skip, clock:
     distributed run shards it); ``report_skip(sentence)`` gets one sentence per skipped image and per dataset
     warning (``y9core.data.dataset_warnings``)."""
     cfg, hyp = config, config.hyp
-    common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": cfg.seed, "workers": max(workers, 1)}
+    seeds = RunSeeds.of(cfg)
+    common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": seeds.augment, "workers": max(workers, 1)}
     aug = AugmentConfig.from_dict(hyp.to_dict())
     train_ds = YoloDataset.from_yaml(data_cfg, "train", hyp=aug, **common)
     clock.lap_split(
@@ -58,7 +60,7 @@ def build_run_data(config, data_cfg, hooks, *, workers: int, report_skip, clock:
     for text in dataset_warnings(data_cfg, sets):  # near-duplicate names, val = train, orphans, EXIF
         report_skip(text)
     train_loader = hooks.build_train_loader(
-        train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=cfg.seed
+        train_ds, cfg.batch, workers=workers, multi_scale=hyp.multi_scale, seed=seeds.order
     )
     val_loader = None
     if val_ds is not None and hooks.is_main:

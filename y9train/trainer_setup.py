@@ -15,6 +15,7 @@ import torch
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
+from y9train.run_seeds import RunSeeds
 from y9train.startup import BackgroundImports, StartupClock
 from y9train.step_timer import StepTimer
 from y9train.weight_average import EpochAverage
@@ -45,7 +46,7 @@ class TrainerSetup:
         cfg, hooks = self.config, self.hooks
         self.device = hooks.select_device(resolve_device(cfg.device))
         clock.set_device(self.device)
-        seed_everything(cfg.seed + hooks.rank)
+        seed_everything(RunSeeds.of(cfg).init + hooks.rank)
         clock.lap("device", sync=True)
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
         clock.lap("data_yaml")

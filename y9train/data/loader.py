@@ -92,6 +92,7 @@ def build_dataloader(
     persistent_workers: bool = True,
     prefetch_factor: int = 2,
     stride: int = 32,
+    order_seed: int | None = None,
 ):
     """A torch DataLoader over ``dataset`` yielding batches of the contract above.
 
@@ -103,6 +104,7 @@ def build_dataloader(
         rect: rectangular batches sorted by aspect ratio; default ``not dataset.augment`` (validation).
         pin_memory: default True when CUDA is available.
         persistent_workers: keep workers between epochs (``set_epoch`` / ``close_mosaic`` still reach them).
+        order_seed: the seed of the order (``YoloBatchSampler``); None: ``dataset.seed``.
     The epoch is taken from ``dataset.epoch`` when iteration starts: call ``dataset.set_epoch(e)`` first.
     """
     import torch
@@ -119,6 +121,7 @@ def build_dataloader(
         multi_scale=multi_scale,
         rect=rect,
         stride=stride,
+        seed=order_seed,
     )
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()

@@ -48,6 +48,8 @@ class YoloBatchSampler:
         drop_last: drop the last incomplete batch.
         multi_scale: a square size per batch drawn from ``(seed, epoch, batch)``: a multiple of ``stride`` within
             ``[scale_range[0] * imgsz, scale_range[1] * imgsz]`` (320..960 for 640).
+        seed: the seed of the order and the multi-scale sizes; None: ``dataset.seed`` (which also draws the
+            augmentation), so that a run can hold its data order fixed while its augmentation varies, or the reverse.
         rect: batches of similar aspect ratio (images sorted by h / w) with the tightest stride-multiple shape;
             for validation (no shuffle, no multi-scale).
     """
@@ -64,6 +66,7 @@ class YoloBatchSampler:
         rect: bool = False,
         stride: int = 32,
         pad: float = 0.0,
+        seed: int | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} is not valid; expected a positive integer.")
@@ -72,6 +75,7 @@ class YoloBatchSampler:
                 "rect batches keep a fixed order and shape; expected shuffle=False, multi_scale=False."
             )
         self.dataset = dataset
+        self._seed = None if seed is None else int(seed)
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
         self.drop_last = drop_last
@@ -80,6 +84,11 @@ class YoloBatchSampler:
         self.rect = rect
         self.stride = stride
         self.pad = pad
+
+    @property
+    def seed(self) -> int:
+        """The seed of the order and the multi-scale sizes."""
+        return self.dataset.seed if self._seed is None else self._seed
 
     def __len__(self) -> int:
         n = len(self.dataset)
@@ -91,7 +100,7 @@ class YoloBatchSampler:
             hw = self.dataset.shapes
             return np.argsort(hw[:, 0] / hw[:, 1], kind="stable")
         if self.shuffle:
-            return np.random.default_rng([self.dataset.seed, epoch, 0x5EED]).permutation(n)
+            return np.random.default_rng([self.seed, epoch, 0x5EED]).permutation(n)
         return np.arange(n)
 
     def batch_shape(self, epoch: int, batch: int, members: np.ndarray) -> tuple[int, int]:
@@ -99,7 +108,7 @@ class YoloBatchSampler:
         if self.rect:
             return rect_shape(self.dataset.shapes[members], imgsz, self.stride, self.pad)
         if self.multi_scale:
-            rng = np.random.default_rng([self.dataset.seed, epoch, batch, 0x5CA1E])
+            rng = np.random.default_rng([self.seed, epoch, batch, 0x5CA1E])
             lo = max(1, math.ceil(self.scale_range[0] * imgsz / self.stride - 1e-9))
             hi = max(lo, math.floor(self.scale_range[1] * imgsz / self.stride + 1e-9))
             s = int(rng.integers(lo, hi + 1)) * self.stride
