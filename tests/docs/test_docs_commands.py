@@ -50,19 +50,23 @@ def in_process_args(command: str) -> list[str] | None:
     return words[1:]
 
 
-def _run(text: str, cwd: Path, env: dict[str, str], monkeypatch) -> subprocess.CompletedProcess:
+def _run(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """``text`` as the guide's reader runs it: ``y9 ARGS`` in this process with the same working folder and
-    environment (``in_process_args``), anything else through ``bash -e -o pipefail -c``."""
+    environment (``in_process_args``; the test's own folder and environment are put back after it, whatever the
+    command changed), anything else through ``bash -e -o pipefail -c``."""
     args = in_process_args(text)
     if args is None:
         return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=COMMAND_TIMEOUT_S)  # fmt: skip
-    with monkeypatch.context() as m, chdir(cwd):
-        for key in set(os.environ) - set(env):
-            m.delenv(key)
-        for key, value in env.items():
-            m.setenv(key, value)
-        return y9_output(*args)
+    saved = dict(os.environ)
+    try:
+        with chdir(cwd):
+            os.environ.clear()
+            os.environ.update(env)
+            return y9_output(*args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _blocks(path: Path) -> list[DocBlock]:
@@ -140,7 +144,7 @@ def test_substitutions_keep_the_command():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("guide", GUIDES, ids=[p.relative_to(REPO).as_posix() for p in GUIDES])
-def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns, capsys, monkeypatch):
+def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns, capsys):
     env = _env()
     log: list[str] = []
     ran = 0
@@ -155,7 +159,7 @@ def test_guide_commands_exit_0(guide: Path, tmp_path: Path, stand_ins: StandIns,
                 continue
             notes = [n for n in (stand_ins.make(tmp_path, p) for p in prepared.inputs) if n]
             t0 = time.perf_counter()
-            result = _run(prepared.text, tmp_path, env, monkeypatch)
+            result = _run(prepared.text, tmp_path, env)
             seconds = time.perf_counter() - t0
             ran += 1
             log.append(f"{command.where()}: {seconds:.1f} s, exit {result.returncode}: {prepared.text}")
