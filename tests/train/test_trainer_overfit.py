@@ -2,7 +2,8 @@
 before training, while the loss falls. Measured on the 2-core dev box, seeds 0, 1, 2: before training mAP50 0.116,
 mAP50-95 0.103 (the untrained model with prior head biases: one image is a single whole-frame box); after 16 epochs
 mAP50 0.667 for every seed and mAP50-95 0.42-0.67; the total training loss falls from ~10.4 to ~1.1 (epoch 1 -> 16).
-About 50 s with one thread on a loaded box.
+Again with torch 2.13.0 (2026-12-05): seed 0 mAP50 0.584 / mAP50-95 0.459, seed 1 0.667 / 0.500, loss ratio
+0.11-0.13: the bounds below (0.45, +0.3, +0.15, 0.35) hold with room. About 45 s with one thread on a loaded box.
 """
 
 from __future__ import annotations
