@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import io
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
@@ -51,7 +52,7 @@ def _cache_dir_outside_shared(tmp_path_factory):
     os.environ.pop("Y9_CACHE_DIR", None)
 
 
-def run_folder(tmp_path_factory, name: str) -> Path:
+def _run_folder(tmp_path_factory, name: str) -> Path:
     """A folder shared by this test run's workers (the parent of each worker's base folder under pytest-xdist)."""
     base = tmp_path_factory.getbasetemp()
     folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
@@ -60,16 +61,15 @@ def run_folder(tmp_path_factory, name: str) -> Path:
 
 
 def made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
-    """``run_folder(name)/made``, filled by ``make(folder)`` once per test run: the first worker to ask makes it
-    under a file lock, the others wait for it and share it. A failed ``make`` leaves nothing marked made."""
-    root = run_folder(tmp_path_factory, name)
+    """A folder ``made`` under ``name`` in this test run's shared folder, filled by ``make(folder)`` once per run:
+    the first worker to ask makes it under a file lock, the others wait for it and share it. A failed ``make``
+    leaves nothing marked made (the next caller makes it again)."""
+    root = _run_folder(tmp_path_factory, name)
     folder = root / "made"
     with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (root / "made.ok").is_file():
             if folder.exists():
-                import shutil
-
                 shutil.rmtree(folder)
             folder.mkdir()
             make(folder)

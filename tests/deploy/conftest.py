@@ -3,12 +3,11 @@ by the pytest-xdist workers)."""
 
 from __future__ import annotations
 
-import fcntl
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_folder
+from tests.conftest import made_once
 from tests.deploy.embedded import IMGSZ, coco8_images, embedded_model_path
 
 
@@ -22,22 +21,19 @@ def embedded_pt() -> Path:
 def embedded_export(embedded_pt, tmp_path_factory):
     """``embedded_export(imgsz=IMGSZ, **export_options) -> Path``: the embedded model exported to ONNX with these
     options (``dynamic_batch``, ``end2end``, ``half``, ``conf`` ...), exported once per run: the first worker to
-    ask exports under a file lock, the others wait for it and share the file."""
+    ask exports under a file lock, the others wait for it and share the file (``tests.conftest.made_once``)."""
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    root = run_folder(tmp_path_factory, "embedded-exports")
 
     def get(imgsz: int = IMGSZ, **options) -> Path:
         from y9deploy.export.onnx_export import export_onnx_report
 
         name = "-".join([f"e{imgsz}", *(f"{k}={v}" for k, v in sorted(options.items()))])
-        path = root / f"{name}.onnx"
-        with open(root / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not path.is_file():
-                export_onnx_report(embedded_pt, path, imgsz=imgsz, **options)
-        return path
+        def export(folder: Path) -> None:
+            export_onnx_report(embedded_pt, folder / f"{name}.onnx", imgsz=imgsz, **options)
+
+        return made_once(tmp_path_factory, f"embedded-{name}", export) / f"{name}.onnx"
 
     return get
 

@@ -3,7 +3,7 @@ export tests, and the eight coco8 images of tests/data with their labels.
 
 Trained weights are well conditioned: torch, ONNX Runtime and end-to-end outputs agree to float32 rounding on
 any x86-64 CPU, unlike random networks on real photos (which amplify the last bits). The parity tests run at
-``IMGSZ`` (the model's own 416); ONNX exports are made once per test session (``embedded_export`` in conftest.py).
+``IMGSZ`` (the model's own 416); ONNX exports are made once per test run (``embedded_export`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ import pytest
 from tests.conftest import TEST_DATA
 
 IMGSZ = 416  # the embedded model's own input size (MODEL_CARD.md)
-ANCHORS = sum((IMGSZ // s) ** 2 for s in (8, 16, 32))  # raw head outputs at IMGSZ
+
+
+def anchors(size: int) -> int:
+    """Raw head outputs (anchor points) of a square ``size`` input at strides 8, 16, 32."""
+    return sum((size // s) ** 2 for s in (8, 16, 32))
+
+
+ANCHORS = anchors(IMGSZ)
 COCO8 = sorted(TEST_DATA.glob("*.jpg"))
 
 

@@ -17,7 +17,7 @@ import onnxruntime as ort
 import pytest
 
 from tests.conftest import y9_output
-from tests.deploy.embedded import COCO8, embedded_model_path
+from tests.deploy.embedded import COCO8, anchors, embedded_model_path
 from tests.deploy.export_models import calibrated_model, inputs_for, letterboxed, rel_diff, torch_out
 from y9core.errors import EngineMismatchError
 from y9deploy.engine.manifest import check_engine_for_host, read_manifest
@@ -57,10 +57,6 @@ def _model_and_inputs(name: str, hw: tuple[int, int]):
     return calibrated_model(name, max(hw)), inputs_for(name, hw)
 
 
-def _anchors(size: int) -> int:
-    return sum((size // s) ** 2 for s in (8, 16, 32))
-
-
 def _check_static(name: str, path, size: int = 640) -> None:
     """The static ``size`` x ``size`` export of ``name`` at ``path``: checker, shapes, node counts, parity, metadata."""
     model, real640 = _model_and_inputs(name, (size, size))
@@ -68,7 +64,7 @@ def _check_static(name: str, path, size: int = 640) -> None:
     graph_model = onnx.load(str(report.path))
     onnx.checker.check_model(graph_model, full_check=True)
     graph = graph_model.graph
-    assert _dims(graph.input[0]) == [1, 3, size, size] and _dims(graph.output[0]) == [1, 84, _anchors(size)]
+    assert _dims(graph.input[0]) == [1, 3, size, size] and _dims(graph.output[0]) == [1, 84, anchors(size)]
     assert report.nodes_simplified <= report.nodes_raw and len(graph.node) == report.nodes_simplified
     assert report.model == {"embedded": model.name, "yolov9-c": "gelan-c"}[name]  # auxiliary branch dropped
     assert report.parity[0].passed and report.parity[0].box_rel <= RTOL
@@ -87,7 +83,7 @@ def _check_engine(engine, model: str, batch: list[int], size: int = 640) -> None
     assert (m.flavour, m.compute_capability, m.precision, m.batch) == ("tensorrt_rtx", "sm89", "fp16", batch)
     b = -1 if batch[0] != batch[2] else batch[0]
     assert m.inputs == [{"name": "images", "shape": [b, 3, size, size], "dtype": "float32"}]
-    assert m.outputs == [{"name": "output0", "shape": [b, 84, _anchors(size)], "dtype": "float32"}]
+    assert m.outputs == [{"name": "output0", "shape": [b, 84, anchors(size)], "dtype": "float32"}]
     assert m.onnx_metadata["model"] == model and m.engine_bytes == engine.stat().st_size > 1_000_000
     if m.ahead_of_time:  # this machine has no sm89 GPU: loading must say so
         with pytest.raises(EngineMismatchError, match=r"built for sm89 .*(no NVIDIA GPU|this GPU is sm)"):

@@ -4,10 +4,10 @@ The commands of one guide run in order, in one temporary folder (a later command
 one, as a reader following the guide would), with the venv's ``y9`` first on PATH and this checkout's packages on
 PYTHONPATH. A plain ``y9 ARGS`` runs through the console entry point in the test's process (``in_process_args``:
 the interpreter and torch start once, not per command; the entry point's own process is tested in tests/cli);
-pipes, lists, globs, ``python ...`` and the like run in bash. Big inputs are replaced by small ones and a few options shrunk, by the tables of
-``tests/docs/doc_inputs.py`` (each row with its reason); blocks that cannot run on a CPU-only machine carry a
-``<!-- y9-docs: skip (reason) -->`` marker (``tests/docs/doc_blocks.py``), and are listed and counted by
-``test_skips_are_few_and_explained``.
+pipes, lists, globs, ``python ...`` and the like run in bash. Big inputs are replaced by small ones and a few
+options shrunk, by the tables of ``tests/docs/doc_inputs.py`` (each row with its reason); blocks that cannot run
+on a CPU-only machine carry a ``<!-- y9-docs: skip (reason) -->`` marker (``tests/docs/doc_blocks.py``), and are
+listed and counted by ``test_skips_are_few_and_explained``.
 """
 
 from __future__ import annotations
