@@ -173,7 +173,7 @@ def train_command(
 
     progress = _Progress()
     on_interrupt(progress.kept, progress.go_on)
-    callbacks = {"on_train_start": [progress.started]}
+    callbacks = {"on_pretrain_routine_start": [progress.started]}  # the run folder as soon as it is taken
     result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
         typer.echo(summary(result))
@@ -185,10 +185,13 @@ class _Progress:
 
     def __init__(self) -> None:
         self.trainer = None
-        self.resumed = False
 
     def started(self, trainer) -> None:
-        self.trainer, self.resumed = trainer, trainer.start_epoch > 0
+        self.trainer = trainer
+
+    @property
+    def resumed(self) -> bool:
+        return self.trainer is not None and self.trainer.resuming
 
     @property
     def run(self) -> Path | None:

@@ -5,7 +5,9 @@ A distributed launcher subclasses ``TrainHooks`` (rank, device, ``wrap_model`` w
 distributed sampler, all-reduce of the logged sums, rank-0-only saving/validation through ``is_main``) and passes
 it to ``Trainer(config, hooks=...)``. Nothing on the single-device path imports or calls torch.distributed.
 
-Callback events (``Trainer.add_callback(event, fn)``, ``fn(trainer)``): ``on_train_start``, ``on_epoch_start``,
+Callback events (``Trainer.add_callback(event, fn)``, ``fn(trainer)``): ``on_pretrain_routine_start`` (``fit``
+begins, before the set-up: ``trainer.save_dir`` is None until the run folder is taken), ``on_train_start`` (the set-up
+done), ``on_epoch_start``,
 ``on_before_optimizer_step`` (gradients unscaled and clipped, before ``optimizer.step``), ``on_step_end`` (after
 each batch), ``on_epoch_end`` (the epoch's checkpoint is written in the background: the previous epoch's files are complete,
 ``trainer.writer.wait()`` waits for this one's), ``on_train_end``. A callback may raise
@@ -18,6 +20,7 @@ import torch
 from torch import nn
 
 EVENTS = (
+    "on_pretrain_routine_start",
     "on_train_start",
     "on_epoch_start",
     "on_before_optimizer_step",

@@ -71,6 +71,7 @@ class Trainer(TrainerSetup):
                 self.add_callback(event, fn)
         self.reporter = reporter or Reporter(config.verbose and self.hooks.is_main)
         self._resume = _resume
+        self.save_dir: Path | None = None  # the run folder, once setup has taken it (None: not yet, or not saving)
         self.epoch = self.start_epoch = 0
         self.iteration = self.step = self.batch_index = self.last_batch_images = 0
         self.last_opt_step = -1  # the batch (``iteration``) of the last optimiser step, counted across epochs
@@ -93,6 +94,11 @@ class Trainer(TrainerSetup):
             config = apply_overrides(config, overrides, "resume override")
         check_resume_epochs(path, config.epochs, state)
         return cls(config, _resume=(path, payload, state), **kwargs)
+
+    @property
+    def resuming(self) -> bool:
+        """Whether this trainer continues an earlier run (``from_checkpoint``)."""
+        return self._resume is not None
 
     def add_callback(self, event: str, fn: Callable[[Trainer], None]) -> None:
         if event not in self.callbacks:
@@ -118,7 +124,6 @@ class Trainer(TrainerSetup):
         clock.lap("optimizer_imports")  # what the phases since "imports" left of them
         self._setup_optimisation()
         clock.lap("optimizer", sync=True)
-        self.save_dir = None
         if hooks.is_main and (cfg.save or self._resume):
             resumed = self._resume[0] if self._resume else None
             self.save_dir, self.run_lock = open_run_dir(cfg, resumed, self.reporter.warn)
@@ -147,6 +152,7 @@ class Trainer(TrainerSetup):
         """Train; returns the outcome. KeyboardInterrupt propagates (the last finished epoch is in last.pt: pending
         checkpoint writes are waited for; a failed one raises its own error, or is reported when another error ends
         the run)."""
+        self._fire("on_pretrain_routine_start")
         try:
             self.setup()
         except BaseException:
