@@ -179,10 +179,6 @@ class Model:
         """(h, w): the size a checkpoint was trained at, or the fixed input of an ONNX model or engine."""
         return self._facts().imgsz
 
-    def _trained_size(self) -> int | tuple[int, int]:
-        h, w = self.imgsz
-        return h if h == w else (h, w)
-
     def _needs_weights(self, action: str) -> Path:
         if self.kind == "architecture":
             raise ValueError(
@@ -231,9 +227,7 @@ class Model:
         path = self._needs_weights("be validated")
         from y9.val import val_model
 
-        if self.kind == "checkpoint" and options.get("imgsz") is None:
-            options["imgsz"] = self.imgsz[0] if self.imgsz[0] == self.imgsz[1] else max(self.imgsz)
-        result = val_model(data, path, **options)
+        result = val_model(data, path, **options)  # imgsz None: the library's rule (the trained size)
         if save_dir is not None:
             from y9core.val_report import write_val_report
 
@@ -251,7 +245,6 @@ class Model:
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
         from y9deploy.export.onnx_export import export_onnx
 
-        options.setdefault("imgsz", self._trained_size())
         return export_onnx(source, Path(path) if path is not None else source.with_suffix(".onnx"), **options)
 
     def predict(self, source: Any, **overrides: Any) -> Any:

@@ -23,7 +23,7 @@ def val_deployed(
     model: str | Path,
     *,
     imgsz: int | None = None,
-    batch: int = 16,
+    batch: int = 32,
     conf: float = 0.001,
     iou: float = 0.7,
     max_det: int = 300,

@@ -142,10 +142,13 @@ def val_checkpoint(
     check_model_fits_data(net, data_cfg, str(model), allow_new_head=False)
     facts = facts_of(net, where=str(model))
     net = fuse(to_deploy(net))  # as deployed (and as the official val.py runs it): same outputs, faster
+    trained = max(facts.imgsz)  # square validation: the loader letterboxes to imgsz x imgsz
     if imgsz is None:
-        imgsz = max(facts.imgsz)  # square validation: the loader letterboxes to imgsz x imgsz
-    elif (notice := size_notice(facts, (int(imgsz), int(imgsz)), f"validation of {Path(model).name}")) is not None:
-        warnings.warn(notice, FactsWarning, stacklevel=2)
+        imgsz = trained
+    elif int(imgsz) != trained:  # the size a model trained at h x w validates at is max(h, w): no notice for it
+        notice = size_notice(facts, (int(imgsz), int(imgsz)), f"validation of {Path(model).name}")
+        if notice is not None:
+            warnings.warn(notice, FactsWarning, stacklevel=2)
     dataset = YoloDataset.from_yaml(data_cfg, split, augment=False, imgsz=imgsz, workers=workers)
     loader = build_dataloader(dataset, batch, workers=min(workers, 8), persistent_workers=False)
     amp_dtype, _ = resolve_amp(amp, dev)

@@ -86,20 +86,37 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     h, w = _recorded_imgsz(embedded_pt)
     model = y9.Model(embedded_pt)
     model.val(TEST_DATA / "coco8.yaml", batch=4)
-    assert seen["val"] == {"imgsz": h, "batch": 4}
-    model.val(TEST_DATA / "coco8.yaml", imgsz=320)  # an explicit size wins
+    assert seen["val"] == {"batch": 4}  # the size is the library's rule (the trained size: the test below)
     import y9core.val_report as report_module
 
     monkeypatch.setattr(report_module, "write_val_report", lambda res, folder, **kw: seen.setdefault("report", {
         **kw, "folder": folder}))  # fmt: skip
     model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
     assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
-    assert seen["report"]["about"]["imgsz"] == h
     model.export("out.onnx", dynamic_batch=True)
-    assert seen["export"]["imgsz"] == h == w and seen["export"]["dynamic_batch"] is True
+    assert seen["export"]["dynamic_batch"] is True and "imgsz" not in seen["export"]  # export_onnx: the facts
     with pytest.raises(AttributeError):  # the fake train returns None: the Model keeps its weights
         model.train(TEST_DATA / "coco8.yaml", epochs=1)
     assert seen["train"]["imgsz"] == h and seen["train"]["model"] == str(embedded_pt)
+
+
+def test_val_of_a_rectangular_checkpoint_runs_at_its_trained_size_without_a_warning(embedded_pt, tmp_path):
+    """A checkpoint trained at 320x416 validates square at 416, the longer side (the loader letterboxes to a
+    square): ``y9.Model.val`` gives ``y9 val``'s figures, and says nothing of the size, which the user did not give
+    (nor when 416 is given: the size such a model validates at)."""
+    import warnings
+
+    from y9.val import val_model
+    from y9core.model_facts import FactsWarning
+    from y9train.checkpoint import load_checkpoint, save_checkpoint
+
+    rect = save_checkpoint(load_checkpoint(embedded_pt), tmp_path / "rect.pt", imgsz=[320, 416], epoch=1)
+    data = TEST_DATA / "coco8.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FactsWarning)
+        got = y9.Model(rect).val(data, batch=8, workers=0)
+        want = val_model(data, rect, imgsz=416, batch=8, workers=0)  # the same size, given: no notice either
+    assert got.metrics == want.metrics
 
 
 def test_what_a_model_cannot_do_is_refused_in_one_sentence(embedded_export, tmp_path):
