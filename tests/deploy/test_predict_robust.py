@@ -157,3 +157,26 @@ def test_batch_classes_by_name_and_class_conf(tiny, tmp_path, monkeypatch):
     assert isinstance(bad.exception, ValueError) and "'dog' is not a class" in str(bad.exception)
     bad = CliRunner().invoke(app, ["predict", str(src), "-m", str(tiny), "--class-conf", "c1:0.5", "--no-save"])
     assert isinstance(bad.exception, ValueError) and "CLASS=VALUE" in str(bad.exception)
+
+
+def test_a_ready_detector_keeps_its_own_options_unless_the_run_gives_others(tiny, tmp_path):
+    """``predict_source`` with a ``Detector`` made by the caller: per-class thresholds fill the other classes with the
+    Detector's ``conf`` (not a default of their own), ``conf`` given to the run applies to it, and a device or input
+    size (the Detector's own, fixed when it was made) is refused rather than ignored."""
+    import io
+
+    from y9deploy.pipelines.batch_predict import predict_source
+
+    def run(det, **options) -> list[list[int]]:
+        out = io.StringIO()
+        predict_source(IMAGES[0], det, jsonl_stream=out, **options)
+        return [[d["class_id"] for d in json.loads(line)["detections"]] for line in out.getvalue().splitlines()]
+
+    with Detector(tiny, conf=0.2) as det:
+        want = det.predict(IMAGES[0], conf=np.array([0.2, 0.2, 0.6])).class_id.tolist()
+        assert len(want) > 0 and want != det.predict(IMAGES[0], conf=0.6).class_id.tolist()  # the rule tells apart
+        assert run(det, class_conf={"c2": 0.6}) == [want]
+        assert run(det, conf=0.6) == [det.predict(IMAGES[0], conf=0.6).class_id.tolist()]
+        for option in ({"device": "cpu"}, {"imgsz": 96}):
+            with pytest.raises(ValueError, match=f"{next(iter(option))}=.*with a ready Detector"):
+                run(det, **option)

@@ -126,11 +126,11 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
     src, out = roots[0].resolve(), Path(save_dir).resolve()
     if src.is_dir() and (out == src or src in out.parents):
         where = "is the source folder" if out == src else f"is inside the source folder {source}"
-        raise ValueError(f"--save-dir {save_dir} {where}; outputs there could overwrite or mix with the inputs. "
-                         f"Expected a folder outside {source}.")  # fmt: skip
+        raise ValueError(f"the output folder {save_dir} {where}; outputs there could overwrite or mix with the "
+                         f"inputs. Expected a folder outside {source}.")  # fmt: skip
     if src.is_file() and out == src.parent:
-        raise ValueError(f"--save-dir {save_dir} is the folder that holds the input {source}; the annotated copy "
-                         "would replace it. Expected another folder.")  # fmt: skip
+        raise ValueError(f"the output folder {save_dir} is the folder that holds the input {source}; the annotated "
+                         "copy would replace it. Expected another folder.")  # fmt: skip
 
 
 def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
@@ -159,9 +159,9 @@ def predict_source(
     model: str | Path | Any,
     *,
     save_dir: str | Path | None = None,
-    conf: float = 0.25,
-    iou: float = 0.45,
-    max_det: int = 300,
+    conf: float | None = None,
+    iou: float | None = None,
+    max_det: int | None = None,
     classes: list[int | str] | None = None,
     class_conf: dict[str | int, float] | None = None,
     device: str | int | None = None,
@@ -189,9 +189,11 @@ def predict_source(
         source: an image, a video, a folder (recursive), a camera index or a stream URL.
         model: a model file for a new ``Detector``, or a ``Detector`` to use.
         save_dir: where outputs go (None: nothing saved; ``jsonl_stream`` may still get the JSON lines).
-        conf, iou, max_det, device, imgsz: as ``Detector``.
+        conf, iou, max_det, device, imgsz: as ``Detector`` (None: its defaults). With a ready ``Detector``,
+            ``conf``, ``iou``, ``max_det`` given here apply to this run; ``device`` and ``imgsz`` are its own
+            (given here: refused).
         classes: keep only these classes, by id or name. class_conf: per-class score thresholds by name or id
-            (the others keep ``conf``).
+            (the others keep ``conf``, else the Detector's).
         vid_stride: process every n-th frame of a video file.
         save_images: write annotated images / videos.
         batch: frames per Detector call. tile: sliced inference (``TileOptions``) instead of whole frames.
@@ -221,7 +223,9 @@ def predict_source(
     warn = on_warning or (lambda msg: None)
     stop = stop or threading.Event()
     if save is not None and save.any and save_dir is None:
-        raise ValueError("label files, crops and COCO results need a save_dir; expected --save-dir DIR with them.")
+        raise ValueError(
+            "label files, crops and COCO results need a save_dir; expected one with them (y9 predict: --project, --name)."
+        )
     images, videos = collect_sources(source)
     if track is not None and not videos:
         raise ValueError(f"tracking needs a video, stream or camera; {source} holds only images (a folder of frames "
@@ -248,15 +252,21 @@ def predict_source(
         counts.append(min(n, max_frames) if max_frames is not None else n)
     total = None if any(c is None for c in counts) else len(images) + sum(counts)  # type: ignore[arg-type]
     own = not hasattr(model, "predict")
-    det = Detector(model, device=device, conf=conf, iou=iou, max_det=max_det, imgsz=imgsz) if own else model
+    given = {k: v for k, v in (("conf", conf), ("iou", iou), ("max_det", max_det)) if v is not None}
+    if not own and (device is not None or imgsz is not None):
+        raise ValueError(
+            f"device={device!r}, imgsz={imgsz!r} with a ready {type(model).__name__}: its device and input size are "
+            "set when it is made; expected them unset here (or a model file to make a new one)."
+        )
+    det = Detector(model, device=device, imgsz=imgsz, **given) if own else model
     try:
         names = list(det.names)
-        overrides: dict[str, Any] = {}
+        overrides: dict[str, Any] = {} if own else dict(given)  # a ready Detector: this run's options, per call
         ids = resolve_classes(classes, names)
         if ids is not None:
             overrides["classes"] = ids
         if class_conf:
-            overrides["conf"] = class_thresholds(conf, class_conf, names)
+            overrides["conf"] = class_thresholds(conf if conf is not None else det.defaults.conf, class_conf, names)
 
         def run(frames: list[np.ndarray]) -> list[Any]:
             if tile is not None:
