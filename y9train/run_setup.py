@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from y9core.device_spec import parse_device
 from y9core.errors import BackendUnavailableError, DataError, ModelFileError
 from y9core.run_dir import RunLock, resolve_output_dir
 from y9train.models import MODEL_NAMES, YOLO, build_model
@@ -19,25 +20,19 @@ from y9train.models.head import init_head_biases
 log = logging.getLogger("y9train")
 
 
-def resolve_device(spec: str | None) -> torch.device:
-    """``None`` (first GPU, else CPU), ``"cpu"``, ``"0"``, ``"cuda"``, ``"cuda:1"`` -> a torch device."""
-    text = "" if spec is None else str(spec).strip().lower()
-    if text in ("", "auto"):
+def resolve_device(spec: str | int | None) -> torch.device:
+    """A device option (``y9core.device_spec.parse_device``: None/"auto" the first GPU, else the CPU; "cpu"; "cuda",
+    "gpu", "cuda:N", N) -> the torch device, checked to exist."""
+    kind, index = parse_device(spec)
+    if kind == "auto":
         return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
-    if text == "cpu":
+    if kind == "cpu":
         return torch.device("cpu")
-    if "," in text:
-        raise ValueError(
-            f"device={spec!r}: this trainer runs on one device; expected cpu or a single GPU index such as 0."
-        )
-    index = text[5:] if text.startswith("cuda:") else ("0" if text == "cuda" else text)
-    if not index.isdigit():
-        raise ValueError(f"device={spec!r} is not a device; expected cpu, a GPU index (0, 1 ...) or cuda:N.")
     if not torch.cuda.is_available():
         raise BackendUnavailableError(
             f"device={spec!r} asks for a GPU but this torch build sees no CUDA device; use device=cpu."
         )
-    if int(index) >= torch.cuda.device_count():
+    if index >= torch.cuda.device_count():
         raise ValueError(
             f"device={spec!r}: there are {torch.cuda.device_count()} CUDA device(s); expected an index below that."
         )

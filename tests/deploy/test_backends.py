@@ -16,7 +16,8 @@ import pytest
 from tests.conftest import REPO, TEST_DATA
 from tests.deploy.embedded import ANCHORS, IMGSZ
 from tests.deploy.runtime_support import export_tiny_onnx
-from y9deploy.runtime.backend import Backend, batch_chunks, parse_device, parse_metadata
+from y9core.device_spec import parse_device
+from y9deploy.runtime.backend import Backend, batch_chunks, parse_metadata
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 
@@ -189,9 +190,26 @@ def test_parse_device():
         and parse_device("cuda:3") == ("cuda", 3)
         and parse_device(1) == ("cuda", 1)
     )
-    for bad in ("tpu", "cuda:x", True):
+    assert parse_device(" GPU ") == ("cuda", 0) and parse_device("gpu:2") == ("cuda", 2) and parse_device("") == ("auto", 0)
+    for bad in ("tpu", "cuda:x", True, -1, "0,1", 1.5):
         with pytest.raises(ValueError, match="device"):
             parse_device(bad)
+
+
+def test_every_device_option_reads_one_grammar(tmp_path):
+    """``--device gpu`` means the same to the trainer and checkpoint validation as to the deployed backends: the
+    trainer's reading refuses no spelling the backends take (here, without a GPU: the refusal says there is none)."""
+    from y9core.errors import BackendUnavailableError
+    from y9train.run_setup import resolve_device
+
+    assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
+    for spec in ("gpu", "cuda", "cuda:0", "0", 0):
+        try:
+            assert resolve_device(spec).type == "cuda"
+        except BackendUnavailableError as exc:
+            assert "sees no CUDA device" in str(exc)
+    with pytest.raises(ValueError, match="names several devices"):
+        resolve_device("0,1")
 
 
 def test_batch_chunks():

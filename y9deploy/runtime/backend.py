@@ -69,30 +69,6 @@ def describe_model(facts: ModelFacts, props: dict[str, str] | None = None, **art
     return {**extra, **facts.to_dict(), **artifact}
 
 
-def parse_device(device: str | int | None) -> tuple[str, int]:
-    """``None``/"cpu"/"cuda"/"cuda:1"/1 -> ("auto"|"cpu"|"cuda", index).
-
-    Raises:
-        ValueError: anything else.
-    """
-    if device is None or device == "auto":
-        return "auto", 0
-    if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
-        return "cuda", int(device)
-    text = str(device).strip().lower()
-    if text == "cpu":
-        return "cpu", 0
-    if text == "cuda" or text == "gpu":
-        return "cuda", 0
-    if text.startswith("cuda:") and text[5:].isdigit():
-        return "cuda", int(text[5:])
-    if text.isdigit():
-        return "cuda", int(text)
-    raise ValueError(
-        f"device={device!r} is not understood; expected None, 'cpu', 'cuda', 'cuda:N' or an integer N."
-    )
-
-
 def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
     """Split ``n`` frames into runs the model accepts.
 

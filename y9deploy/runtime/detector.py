@@ -378,7 +378,7 @@ class Detector:
 
 def _maybe_torch_stream(path: Path, device: Any) -> Any:
     """A torch CUDA stream for the Detector's GPU work, when the model will run on CUDA and torch sees a GPU."""
-    from y9deploy.runtime.backend import parse_device
+    from y9core.device_spec import parse_device
 
     kind, index = parse_device(device)
     if kind == "cpu":

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.device_spec import parse_device
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.model_facts import ModelFacts
 from y9deploy.model_file.io_checks import (
@@ -28,7 +29,6 @@ from y9deploy.runtime.backend import (
     describe_model,
     is_torch_tensor,
     metadata_strides,
-    parse_device,
     parse_metadata,
 )
 from y9deploy.runtime.onnx_classes import end2end_classes

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from y9core.device_spec import parse_device
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.model_facts import FactsWarning, ModelFacts
 from y9core.wording import count_range
@@ -29,7 +30,6 @@ from y9deploy.runtime.backend import (
     NMS_INPUTS,
     describe_model,
     is_torch_tensor,
-    parse_device,
 )
 from y9deploy.runtime.trt_profile import (  # noqa: F401 - re-exported: the backend's pure helpers
     Shape,

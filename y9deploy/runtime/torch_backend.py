@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from y9core.device_spec import parse_device
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.file_paths import expect_file
 from y9core.model_facts import ModelFacts
-from y9deploy.runtime.backend import describe_model, is_torch_tensor, parse_device
+from y9deploy.runtime.backend import describe_model, is_torch_tensor
 
 MAX_BATCH = 256
 MAX_GRAPHS = 4  # CUDA graphs kept (one per batch size, least recently used dropped)
