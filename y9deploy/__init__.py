@@ -32,22 +32,26 @@ __all__ = [
     "BenchmarkResult",
     "Detections",
     "Detector",
+    "ModelFacts",
     "TritonDetector",
     "Y9Error",
     "benchmark",
     "build_engine",
     "default_model_path",
     "export_onnx",
+    "read_facts",
     "__version__",
 ]
 
 if TYPE_CHECKING:
     from y9core.errors import Y9Error
+    from y9core.model_facts import ModelFacts
     from y9deploy.bench import BenchmarkResult, benchmark
     from y9deploy.default_model import default_model_path
     from y9deploy.detections import Detections
     from y9deploy.engine.builder import build_engine
     from y9deploy.export.onnx_export import export_onnx
+    from y9deploy.facts import read_facts
     from y9deploy.runtime.detector import Detector
     from y9deploy.serving.triton_client import TritonDetector
 

@@ -15,8 +15,9 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-# GPUs TensorRT-RTX runs on (its ComputeCapability enum; used when tensorrt_rtx cannot be imported).
-RTX_CCS = ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121")
+from y9deploy.engine.flavour import (
+    RTX_TARGETS,  # GPUs TensorRT-RTX runs on, when tensorrt_rtx cannot be imported
+)
 
 
 @dataclass
@@ -150,7 +151,7 @@ def verdicts(
     tensorrt: str | None,
     tensorrt_rtx: str | None,
     cuda_python: str | None,
-    rtx_ccs: tuple[str, ...] = RTX_CCS,
+    rtx_ccs: tuple[str, ...] = RTX_TARGETS,
     triton: str | None = None,
 ) -> list[BackendVerdict]:
     """One plain sentence per backend about whether it runs on this machine (pure: facts in, sentences out)."""
@@ -349,12 +350,12 @@ def diagnose() -> DoctorReport:
     driver = _nvidia_smi_driver()
     for g in gpus:
         g.driver = driver
-    rtx_ccs = RTX_CCS
+    rtx_ccs = RTX_TARGETS
     if rtx_v is not None:
         try:
             from y9deploy.engine.flavour import load_flavour
 
-            rtx_ccs = load_flavour("tensorrt_rtx").aot_targets or RTX_CCS
+            rtx_ccs = load_flavour("tensorrt_rtx").aot_targets or RTX_TARGETS
         except Exception:  # noqa: BLE001
             pass
     from y9deploy.runtime.frame_pipeline import default_choice

@@ -39,6 +39,7 @@ def test_import_y9_imports_neither_torch_nor_numpy():
 @pytest.mark.parametrize("package", [y9, y9deploy])
 def test_dir_and_static_imports_list_every_public_name(package):
     public = set(package.__all__) - {"__version__"}
+    assert set(package._LAZY) == public  # every name loaded on first use is listed, and the other way round
     assert public <= set(dir(package))
     assert _type_checking_names(REPO / package.__name__ / "__init__.py") == public
 

@@ -36,7 +36,7 @@ RTX_TARGETS = ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121")
 INSTALL_HINT = (
     "install `tensorrt` from NVIDIA's package index "
     "(pip install --extra-index-url https://pypi.nvidia.com tensorrt) for any NVIDIA GPU, "
-    "or `tensorrt-rtx` from PyPI (pip install tensorrt-rtx) for RTX GPUs (sm75/80/86/89/120), "
+    f"or `tensorrt-rtx` from PyPI (pip install tensorrt-rtx) for RTX GPUs ({'/'.join(RTX_TARGETS)}), "
     "which can also build engines ahead of time on a machine without a GPU"
 )
 
