@@ -105,3 +105,14 @@ def test_onnx_that_is_not_a_y9_model(tmp_path):
 
 def test_test_data_still_predicts(det):
     assert isinstance(det.predict(TEST_DATA / "000000000036.jpg").xyxy, np.ndarray)
+
+
+def test_gpu_processing_on_the_host_is_refused_not_quietly_replaced(det):
+    """``postprocess='gpu'`` where the outputs come to the host (here a CPU backend) is refused as
+    ``preprocess='gpu'`` is, instead of running the host implementation under the GPU's name."""
+    for option in ("preprocess", "postprocess"):
+        with pytest.raises(ValueError, match=f"{option}='gpu'") as err:
+            Detector(det.backend.path, device="cpu", **{option: "gpu"})
+        _sentence(err.value)
+    with Detector(det.backend.path, device="cpu", postprocess="cpu") as host:
+        assert host.choice()["postprocess"] == "host"

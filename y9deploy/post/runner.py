@@ -58,6 +58,12 @@ class PostRunner:
                                           graphs=graphs)  # fmt: skip
         self.auto = graphs is not True  # chosen automatically: a failing kernel falls back instead of raising
         self.impl = choose_post(**self.facts)
+        if option == "gpu" and self.impl is PostImpl.HOST:  # refused as preprocess='gpu' is, never quietly the host
+            raise ValueError(
+                "postprocess='gpu' needs the outputs as torch tensors on a CUDA device; this model's come to the host "
+                f"as numpy arrays (device {where}{'' if cuda else ', or no torch with CUDA'}): expected 'auto' or "
+                "'cpu' here."
+            )
         self.graph: Any = None  # the GraphPost, once the rule gives GRAPH
 
     def close(self) -> None:
