@@ -70,3 +70,15 @@ def test_val_of_pt_onnx_and_fp16_onnx_agree(chain):
     assert scores["pt"] > 0.5, scores  # the model finds its training images: a comparison that means something
     for kind in ("onnx", "fp16"):
         assert abs(100 * (scores[kind] - scores["pt"])) <= AGREE_POINTS, scores
+
+
+def test_converting_an_onnx_refuses_options_it_cannot_apply(chain, tmp_path):
+    """An ONNX source is converted as it is: an option that would change it (another opset, NMS thresholds of
+    end2end exports) is refused in one sentence naming it, never silently ignored; nothing is written."""
+    from y9deploy.export.onnx_export import export_onnx_report
+
+    for option in ({"opset": 13}, {"conf": 0.5}, {"iou": 0.6}, {"max_det": 100}, {"imgsz": 320}):
+        name, value = next(iter(option.items()))
+        with pytest.raises(ValueError, match=f"{name}={value} cannot apply to .*model.onnx"):
+            export_onnx_report(chain["onnx"], tmp_path / "out.onnx", half=True, **option)
+    assert not (tmp_path / "out.onnx").exists()

@@ -143,7 +143,10 @@ def export_onnx_report(
         from y9deploy.export.onnx_half import onnx_to_fp16
 
         changed = {k: v for k, v in (("imgsz", imgsz), ("batch", batch if batch != 1 else None),
-                                     ("dynamic_batch", dynamic_batch or None), ("end2end", end2end or None))
+                                     ("dynamic_batch", dynamic_batch or None), ("end2end", end2end or None),
+                                     ("opset", opset if opset != 17 else None), ("conf", conf if conf != 0.25 else None),
+                                     ("iou", iou if iou != 0.45 else None),
+                                     ("max_det", max_det if max_det != 300 else None))
                    if v is not None}  # fmt: skip
         return onnx_to_fp16(source, path, half=half, check=check, check_input=check_input, changed=changed)
     if not isinstance(batch, (int, np.integer)) or batch < 1:

@@ -49,13 +49,15 @@ def onnx_to_fp16(
         )
     t0 = time.perf_counter()
     info = inspect_onnx(source)
-    own = {"imgsz": info.imgsz, "batch": info.batch or 1, "dynamic_batch": info.batch is None, "end2end": info.end2end}
+    opset = next((o.version for o in info.model.opset_import if o.domain in ("", "ai.onnx")), None)
+    own = {"imgsz": info.imgsz, "batch": info.batch or 1, "dynamic_batch": info.batch is None, "end2end": info.end2end,
+           "opset": opset}  # conf, iou, max_det: baked into end2end exports only, which are not converted
     differ = {k: v for k, v in (changed or {}).items()
-              if (parse_imgsz(v) if k == "imgsz" else v) != own[k]}  # fmt: skip
+              if k not in own or (parse_imgsz(v) if k == "imgsz" else v) != own[k]}  # fmt: skip
     if differ:
         given = ", ".join(f"{k}={v}" for k, v in differ.items())
-        raise ValueError(f"{given} cannot apply to {source}: an ONNX model keeps its input size, batch and outputs; "
-                         "export the .pt checkpoint with those options instead.")  # fmt: skip
+        raise ValueError(f"{given} cannot apply to {source}: an ONNX model keeps its input size, batch, opset and "
+                         "outputs; export the .pt checkpoint with those options instead.")  # fmt: skip
     if info.half:
         raise ValueError(f"{source} is already FP16; expected an FP32 ONNX model to convert.")
     if info.end2end:
