@@ -14,7 +14,8 @@ from y9core.errors import BackendUnavailableError
 Names = Sequence[str] | Mapping[int, str]
 
 
-def _check_names(names: object) -> list[str] | dict[int, str]:
+def checked_names(names: object) -> list[str] | dict[int, str]:
+    """``names`` as a Detections holds them (a list of str, or a dict of int -> str); TypeError otherwise."""
     if isinstance(names, Mapping):
         out = {}
         for k, v in names.items():
@@ -74,7 +75,7 @@ class Detections:
         object.__setattr__(self, "xyxy", np.ascontiguousarray(xyxy, dtype=np.float32))
         object.__setattr__(self, "confidence", np.ascontiguousarray(conf, dtype=np.float32))
         object.__setattr__(self, "class_id", np.ascontiguousarray(cls, dtype=np.int64))
-        object.__setattr__(self, "names", _check_names(self.names))
+        object.__setattr__(self, "names", checked_names(self.names))
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -83,11 +84,12 @@ class Detections:
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64), names)
 
     @classmethod
-    def _trusted(
+    def unchecked(
         cls, xyxy: np.ndarray, confidence: np.ndarray, class_id: np.ndarray, names: Any
     ) -> Detections:
-        """Internal fast path (``postprocess.batch_to_detections``): arrays already of the right dtypes, shapes
-        and contiguity, and names already checked by ``_check_names``; nothing is validated or copied."""
+        """The fast path of post-processing (``y9deploy.post.host.batch_to_detections``), whose arrays are already
+        as the class holds them (xyxy float32 [N, 4], confidence float32 [N], class_id int64 [N]) and whose names
+        passed the class's check once per model: nothing is validated or copied. Anything else: the constructor."""
         det = object.__new__(cls)
         object.__setattr__(det, "xyxy", xyxy)
         object.__setattr__(det, "confidence", confidence)

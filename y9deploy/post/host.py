@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from y9core.letterbox import LetterboxInfo, scale_boxes
-from y9deploy.detections import Detections, Names, _check_names
+from y9deploy.detections import Detections, Names, checked_names
 
 
 def to_detections(
@@ -66,7 +66,7 @@ def batch_to_detections(
         )
     if b and (kept.min() < 0 or kept.max() > block.shape[1]):
         raise ValueError(f"kept holds {kept.min()}..{kept.max()}; expected counts in [0, {block.shape[1]}].")
-    names = _check_names(names)
+    names = checked_names(names)
     col = np.empty((b, 1, 1), np.float32)
 
     def per_frame(values: list[float]) -> np.ndarray:
@@ -86,7 +86,7 @@ def batch_to_detections(
     conf = np.ascontiguousarray(block[..., 4])
     cls = block[..., 5].astype(np.int64)
     return [
-        Detections._trusted(xyxy[i, : kept[i]], conf[i, : kept[i]], cls[i, : kept[i]], names)
+        Detections.unchecked(xyxy[i, : kept[i]], conf[i, : kept[i]], cls[i, : kept[i]], names)
         for i in range(b)
     ]
 
