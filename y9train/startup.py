@@ -15,8 +15,8 @@ synchronisation, once per run, so the device's share lands in its own phase):
 - ``train_images`` / ``val_images``: filling the image cache (``ram``: every image decoded and resized, in
   ``workers`` threads; ``disk``: only entries not yet on disk; none: nothing);
 - ``loaders``: building the DataLoaders (their worker processes start at the first batch);
-- ``optimizer_imports``: waiting for ``torch._dynamo``, which the first ``torch.optim`` optimiser imports (1.5-4 s
-  of Python), imported in a thread from the ``device`` phase on (``BackgroundImports``): what those phases did not
+- ``optimizer_imports``: waiting for ``torch._dynamo``, which the first ``torch.optim`` optimiser imports (seconds
+  of Python: docs/benchmarks.md), imported in a thread from the ``device`` phase on (``BackgroundImports``): what those phases did not
   cover;
 - ``optimizer``: the ``auto`` decisions, EMA, optimiser, schedule, CUDA-graph wrapper, run folder, kernel choice;
 - ``first_batch``: waiting for the first training batch (loader workers start, first samples);
@@ -63,7 +63,7 @@ def process_age() -> float | None:
 
 
 #: imported by the first ``torch.optim`` optimiser (its ``__init__`` and ``step`` are wrapped by
-#: ``torch._disable_dynamo``, which imports ``torch._dynamo`` on its first call: 1.5-4 s of pure Python)
+#: ``torch._disable_dynamo``, which imports ``torch._dynamo`` on its first call: seconds of pure Python)
 OPTIMIZER_IMPORTS = ("torch._dynamo",)
 
 

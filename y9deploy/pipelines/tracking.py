@@ -13,8 +13,8 @@ in its order) and ``reset()``.
 The two trackers (``y9deploy.pipelines.bytetrack``) are this project's own vectorised implementations of the
 published algorithms: the maintained Python ones (supervision's ``ByteTrack``, removed from supervision in 0.31,
 and the ``trackers`` package that replaces it, which also needs the non-headless opencv-python) run one Kalman
-filter per track in Python and take several milliseconds a frame at 100 detections, over the 1 ms budget
-(docs/benchmarks.md, ``benchmarks/bench_tracking.py``); the tests check this one against supervision's on the
+filter per track in Python, over this project's 1 ms budget a frame at 100 detections (measured:
+docs/benchmarks.md, ``benchmarks/bench_tracking.py``); the tests check this one against supervision's on the
 same detections:
 - ``bytetrack``: ByteTrack (Zhang et al., 2022): Kalman-predicted boxes matched to high-score detections by IoU
   fused with the score, then to low-score ones, then unconfirmed tracks; lost tracks kept ``lost_seconds``;
