@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
             for col in ("model", "batch", "metric", "old", "new", "change"):
                 reg.add_column(col, justify="left" if col in ("model", "metric") else "right")
             for r in rows:
-                style = "red" if r.regression else ("green" if abs(r.change) > 0.05 else "")
+                style = "red" if r.regression else ("green" if r.notable else "")
                 reg.add_row(
                     r.model,
                     str(r.batch),
@@ -138,6 +138,5 @@ def register(app: typer.Typer) -> None:
                     f"{r.new:.2f}",
                     f"[{style}]{r.change:+.1%}[/{style}]" if style else f"{r.change:+.1%}",
                 )
-            console.print(
-                reg if rows else "no case in common with the earlier JSON (same model file name and batch)."
-            )
+            none = "no case in common with the earlier JSON (same model file name, batch and mode: predict or --stream)."
+            console.print(reg if rows else none)

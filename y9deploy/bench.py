@@ -357,6 +357,7 @@ class ComparisonRow:
     new: float
     change: float
     regression: bool
+    notable: bool = False  # changed by more than the threshold, either way
 
 
 COMPARED = ("pre.p50", "infer.p50", "post.p50", "e2e.p50", "e2e.p99", "img_per_s")
@@ -365,7 +366,8 @@ COMPARED = ("pre.p50", "infer.p50", "post.p50", "e2e.p50", "e2e.p99", "img_per_s
 def compare(
     new: BenchmarkResult, old: BenchmarkResult | str | Path, *, threshold: float = 0.05
 ) -> list[ComparisonRow]:
-    """Rows for every (model, batch) present in both results, for the metrics in ``COMPARED``."""
+    """Rows for every (model, batch, mode) present in both results, for the metrics in ``COMPARED``; a change is
+    notable (``ComparisonRow.notable``) beyond ``threshold`` either way, a regression beyond it for the worse."""
     if not isinstance(old, BenchmarkResult):
         old = BenchmarkResult.load(old)
     before = {(c.model, c.batch, c.mode): c for c in old.cases}
@@ -383,5 +385,6 @@ def compare(
                 higher_is_better = False
             change = (b - a) / a if a else 0.0
             worse = -change if higher_is_better else change
-            rows.append(ComparisonRow(case.model, case.batch, metric, a, b, change, worse > threshold))
+            rows.append(ComparisonRow(case.model, case.batch, metric, a, b, change, worse > threshold,
+                                      abs(change) > threshold))  # fmt: skip
     return rows

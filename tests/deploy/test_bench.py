@@ -111,7 +111,10 @@ def test_json_round_trip_and_compare(tiny, tmp_path):
     rows = {r.metric: r for r in compare(res, BenchmarkResult.from_dict(old))}
     assert rows["e2e.p50"].regression and rows["e2e.p50"].change == pytest.approx(1.0)
     assert rows["img_per_s"].regression and rows["img_per_s"].change == pytest.approx(-0.5)
-    assert not rows["infer.p50"].regression and rows["infer.p50"].change == 0
+    assert not rows["infer.p50"].regression and rows["infer.p50"].change == 0 and not rows["infer.p50"].notable
+    assert rows["e2e.p50"].notable and rows["img_per_s"].notable
+    better = {r.metric: r for r in compare(BenchmarkResult.from_dict(old), res)}  # the other way: faster, notable
+    assert better["e2e.p50"].notable and not better["e2e.p50"].regression
     other = json.loads(path.read_text())
     other["cases"][0]["batch"] = 7
     assert compare(res, BenchmarkResult.from_dict(other)) == []  # no case in common

@@ -96,10 +96,12 @@ class Detector:
         compile: bool = False,
         facts: str | Path | None = None,
     ) -> None:
-        if preprocess not in ("auto", "hybrid", "gpu", "cpu"):
-            raise ValueError(f"preprocess={preprocess!r}; expected 'auto', 'hybrid', 'gpu' or 'cpu'.")
-        if postprocess not in ("auto", "gpu", "cpu"):
-            raise ValueError(f"postprocess={postprocess!r}; expected 'auto', 'gpu' or 'cpu'.")
+        from y9core.post.choice import OPTIONS as POST_OPTIONS
+        from y9deploy.pre.impl import OPTIONS as PRE_OPTIONS
+
+        for name, value, options in (("preprocess", preprocess, PRE_OPTIONS), ("postprocess", postprocess, POST_OPTIONS)):
+            if value not in options:  # checked here, before the model file is opened
+                raise ValueError(f"{name}={value!r}; expected one of {', '.join(map(repr, options))}.")
         if path is None:
             from y9deploy.default_model import default_model_path
 
