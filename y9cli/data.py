@@ -10,12 +10,9 @@ from typing import Annotated
 import typer
 
 from y9cli.outputs import writing
+from y9train.train_args import CACHE_CHOICES
 
-
-class CacheMode(str, Enum):
-    ram = "ram"
-    disk = "disk"
-    none = "none"
+CacheMode = Enum("CacheMode", [(c, c) for c in CACHE_CHOICES], type=str)  # the trainer's choices
 
 
 class LinkMode(str, Enum):

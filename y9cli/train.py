@@ -14,19 +14,11 @@ import typer
 from y9cli.interrupts import command_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 from y9core.wording import plural
+from y9train.train_args import AMP_CHOICES, CACHE_CHOICES
 
-
-class Amp(str, Enum):
-    auto = "auto"
-    bf16 = "bf16"
-    fp16 = "fp16"
-    off = "off"
-
-
-class Cache(str, Enum):
-    none = "none"
-    ram = "ram"
-    disk = "disk"
+# the choices are the library's (y9train.train_args: the torchrun path parses the same options with argparse)
+Amp = Enum("Amp", [(c, c) for c in AMP_CHOICES], type=str)
+Cache = Enum("Cache", [(c, c) for c in CACHE_CHOICES], type=str)
 
 
 def _pct(v: float) -> str:
