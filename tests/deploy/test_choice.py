@@ -91,10 +91,11 @@ def test_every_row_of_the_tables_decides_some_case():
         (dict(CUDA, end2end=False, option="gpu"), PostImpl.GRAPH),
         # rule 5: no graphs: the Triton scan on CUDA
         (dict(CUDA, end2end=False, graphs=False), PostImpl.TORCH_TRITON),
-        # rule 6: triton missing, or CPU tensors
+        # CPU tensors (training's validation on the CPU, a .pt Detector there): the host one, the faster there
+        (dict(device="cpu", end2end=False, torch_tensors=True, triton=True), PostImpl.HOST),
+        (dict(device="cpu", end2end=False, torch_tensors=True, triton=False, graphs=False), PostImpl.HOST),
+        # the last rule: CUDA tensors without triton
         (dict(CUDA, end2end=False, triton=False), PostImpl.TORCH),
-        (dict(device="cpu", end2end=False, torch_tensors=True, triton=True), PostImpl.TORCH),
-        (dict(device="cpu", end2end=False, torch_tensors=True, triton=True, graphs=False), PostImpl.TORCH),
         # multi-label candidates: only the host implementation has them
         (dict(CUDA, end2end=False, multi_label=True), PostImpl.HOST),
     ],
@@ -156,7 +157,7 @@ def test_doctor_report_names_the_choice():
 
 def test_detector_names_its_choice(embedded_pt):
     """repr, choice() and the benchmark JSON name what runs: the host pipeline on the CPU, and the torch
-    pipeline set explicitly on CPU tensors (its post-processing by the rule: torch, or graph when required)."""
+    pipeline set explicitly on CPU tensors (its post-processing by the rule: host, the faster on the CPU)."""
     pytest.importorskip("torch")
     from y9deploy import Detector
     from y9deploy.bench import BenchmarkResult, benchmark, synthetic_frame
@@ -168,8 +169,8 @@ def test_detector_names_its_choice(embedded_pt):
         assert "pipeline=host, preprocess=host, postprocess=host" in repr(det)
         host = det.predict(frame, conf=0.01)
         det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=1)
-        assert det.choice() == {"pipeline": "torch", "preprocess": "cpu", "postprocess": "torch"}
-        assert "pipeline=torch, preprocess=cpu, postprocess=torch" in repr(det)
+        assert det.choice() == {"pipeline": "torch", "preprocess": "cpu", "postprocess": "host"}
+        assert "pipeline=torch, preprocess=cpu, postprocess=host" in repr(det)
         got = det.predict(frame, conf=0.01)
         np.testing.assert_array_equal(got.xyxy, host.xyxy)
         det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", post="cpu", workers=1)
@@ -184,8 +185,9 @@ def test_detector_names_its_choice(embedded_pt):
 
 
 def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
-    """The fallback rule for work an implementation cannot take: the torch implementation gets numpy outputs
-    (a backend that returned arrays) and hands them to the host one; both give the host's rows."""
+    """The fallback rule for work an implementation cannot take: a runner chosen for CUDA tensors (the torch
+    implementation where triton is missing) gets numpy outputs (a backend that returned arrays) or CPU tensors and
+    hands them to the implementation the rule gives for them (the host one); both give the host's rows."""
     torch = pytest.importorskip("torch")
     from tests.deploy.test_postprocess import random_prediction
     from y9deploy.post.runner import PostRunner
@@ -194,7 +196,7 @@ def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
 
     pred = random_prediction(np.random.default_rng(4), 2, 3, 300, ties=True)
     opts = resolve_options(PredictOptions(), {"conf": 0.3}, nc=3, end2end=False)
-    runner = PostRunner(nc=3, names=["a", "b", "c"], device=torch.device("cpu"), tensors=True)
+    runner = PostRunner(nc=3, names=["a", "b", "c"], device="cuda:0", tensors=True)  # nothing runs on it here
     assert runner.impl is PostImpl.TORCH
     want = postprocess(pred, conf=0.3)
     assert sum(len(w) for w in want) > 5
