@@ -202,13 +202,11 @@ class Model:
     def train(self, data: str | Path, **options: Any) -> Any:
         """Train from this architecture or checkpoint (``y9train.train.train``; options as ``y9 train``'s, e.g.
         ``epochs``, ``batch``, ``imgsz``, ``device``). A checkpoint trains at its own size unless ``imgsz`` is
-        given. Afterwards this Model holds the run's best.pt (else its last.pt). Returns the ``TrainResult``."""
+        given (the trainer's rule). Afterwards this Model holds the run's best.pt (else its last.pt). Returns the ``TrainResult``."""
         if self.kind in ("onnx", "engine"):
             raise ValueError(f"{self.source} is a deployed {self.kind} file; train from its .pt checkpoint.")
         from y9train.train import train
 
-        if self.kind == "checkpoint" and options.get("imgsz") is None and self.imgsz[0] == self.imgsz[1]:
-            options["imgsz"] = self.imgsz[0]
         result = train(data=data, model=str(self.source), **options)
         weights = result.best or result.last
         if weights is not None:

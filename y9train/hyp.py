@@ -185,7 +185,7 @@ class TrainConfig:
 
     data: str = ""
     model: str = "gelan-s"
-    imgsz: int = 640
+    imgsz: int | None = None  # None: a checkpoint's trained size, else 640 (decided in setup, then kept)
     epochs: int = 100
     batch: int = 16
     device: str | None = None
@@ -229,6 +229,8 @@ class TrainConfig:
         if self.cache not in (None, "ram", "disk"):
             raise ValueError(f"cache={self.cache!r}; expected none, ram or disk.")
         for name in ("imgsz", "epochs", "batch", "log_interval", "max_det", "cuda_graph_warmup"):
+            if name == "imgsz" and self.imgsz is None:
+                continue
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a positive integer.")
         if self.cudnn_benchmark_limit is not None and int(self.cudnn_benchmark_limit) < 0:
@@ -236,7 +238,7 @@ class TrainConfig:
                 f"cudnn_benchmark_limit={self.cudnn_benchmark_limit}; expected none, 0 (every algorithm) or a "
                 "positive number of algorithms."
             )
-        if self.imgsz % 32:
+        if self.imgsz is not None and self.imgsz % 32:
             raise ValueError(f"imgsz={self.imgsz}; expected a multiple of 32 (the largest stride).")
         check_ranges(self, RUN_RANGES, "training option")
 

@@ -211,7 +211,7 @@ def model_for_run(config, data_cfg, resume, device: torch.device, channels_last:
         path, payload, _ = resume
         model = model_from_payload(payload, str(path))
     else:
-        prior = hyp.bias_prior_imgsz or config.imgsz  # image size of the class-bias prior of a fresh head
+        prior = hyp.bias_prior_imgsz or config.imgsz or 640  # image size of the class-bias prior of a fresh head
         model = load_model_for_training(config.model, data_cfg, imgsz=prior, new_head=config.new_head, report=report)
         if hyp.init_fp16_round:
             model.half()  # the .float() below makes it float32 again: rounded to fp16 once

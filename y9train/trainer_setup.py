@@ -28,7 +28,7 @@ class TrainerSetup:
         """Device, AMP, data.yaml, the model on the device (and the facts every checkpoint carries), the loss,
         datasets and loaders."""
         from y9core.val_result import require_metrics_backend
-        from y9train.checkpoint_facts import trained_facts
+        from y9train.checkpoint_facts import trained_facts, training_size
         from y9train.data import load_data_yaml
         from y9train.hyp import recipe_name
         from y9train.run_data import build_run_data
@@ -58,6 +58,9 @@ class TrainerSetup:
         clock.lap("device")
         self.model = model_for_run(cfg, self.data_cfg, self._resume, self.device, self.channels_last,
                                    report=self.reporter.info)  # fmt: skip
+        if cfg.imgsz is None:  # decided once: the run's config (checkpoints, resume) keeps the size
+            cfg.imgsz, why = training_size(self.model)
+            self.reporter.info(f"imgsz {cfg.imgsz}: {why} ({cfg.model}); imgsz=N trains at another size")
         self.facts = trained_facts(self.model, imgsz=cfg.imgsz, recipe=recipe_name(cfg.hyp))  # into every checkpoint
         clock.lap("model", sync=True)
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
