@@ -9,7 +9,8 @@ written before it existed load without), every entry's type, and that the weight
 
 Official checkpoints pickle the official ``models.yolo.DetectionModel`` object. ``load_checkpoint`` reads
 them with a restricted unpickler (``y9train.official_pickle``) that turns the official classes into
-inert placeholders and refuses every other global, so no code from the file runs.
+inert placeholders and refuses every other global, so no code from the file runs; the architecture is identified
+from the weights (``y9train.checkpoint_official``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,18 @@ from y9core.errors import ModelFileError
 from y9core.file_paths import expect_file
 from y9train import __version__
 from y9train.checkpoint_facts import stored_facts
-from y9train.checkpoint_integrity import DIGEST_KEY, check_digest, check_finite, check_zip_crc, tensor_digest
-from y9train.models import MODEL_NAMES, YOLO, build_model, load_state_dict_checked
+from y9train.checkpoint_integrity import (
+    DIGEST_KEY,
+    check_digest,
+    check_finite,
+    check_floating,
+    check_zip_crc,
+    tensor_digest,
+)
+from y9train.checkpoint_official import from_state_dict, official_model
+from y9train.models import YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
-from y9train.official_pickle import Placeholder, UnsafePickleError, load_official, placeholder_state_dict
+from y9train.official_pickle import UnsafePickleError, load_official, placeholder_state_dict
 from y9train.reparam import fuse
 
 FORMAT = "y9-checkpoint"
@@ -165,16 +174,6 @@ def _expect(ok: bool, path: Path, entry: str, value: Any, expected: str) -> None
         )
 
 
-def check_floating(state_dict: Mapping[str, torch.Tensor], path: Path) -> None:
-    """One sentence naming the first weight that is not floating point (BatchNorm's step counters excepted)."""
-    for key, value in state_dict.items():
-        if not value.is_floating_point() and not key.endswith("num_batches_tracked"):
-            raise ModelFileError(
-                f"{path}: weight {key} is {str(value.dtype).replace('torch.', '')}; expected floating-point weights "
-                "(float32, float16 or bfloat16): a damaged or hand-edited y9 checkpoint"
-            )
-
-
 def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     """A y9 payload whose entries have the types ``model_from_payload`` and resume rely on; digest verified."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
@@ -277,95 +276,6 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
     return model.float().eval()
 
 
-_SIGNATURES: dict[tuple[str, int], dict[str, tuple[int, ...]]] = {}
-
-
-def _signature(name: str, nc: int) -> dict[str, tuple[int, ...]]:
-    if (name, nc) not in _SIGNATURES:
-        with torch.device("meta"):
-            model = build_model(name, nc=nc)
-        _SIGNATURES[(name, nc)] = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    return _SIGNATURES[(name, nc)]
-
-
-def _nc_of(state_dict: Mapping[str, torch.Tensor]) -> int | None:
-    for key, value in state_dict.items():
-        if key.endswith((".cv3.0.2.bias", ".cv5.0.2.bias")):
-            return int(value.shape[0])
-    return None
-
-
-def identify_architecture(state_dict: Mapping[str, torch.Tensor]) -> tuple[str, int]:
-    """The model name and class count whose state dict has exactly these keys and shapes."""
-    nc = _nc_of(state_dict)
-    if nc is not None:
-        shapes = {k: tuple(v.shape) for k, v in state_dict.items()}
-        for name in MODEL_NAMES:
-            if _signature(name, nc) == shapes:
-                return name, nc
-    raise ValueError(
-        f"these weights ({len(state_dict)} tensors) match none of the known architectures "
-        f"({', '.join(MODEL_NAMES)}); expected an unmodified YOLOv9 or GELAN model"
-    )
-
-
-def _class_names(names: Any, nc: int, origin: Path) -> list[str] | None:
-    """An official model's ``names`` (a list, or a dict by class index) as a list; None: use the defaults."""
-    if names is None:
-        return None
-    if isinstance(names, dict):
-        if not all(isinstance(k, int) for k in names) or sorted(names) != list(range(len(names))):
-            raise ModelFileError(
-                f"{origin}: refused: the pickle holds class names keyed by {sorted(names, key=str)[:5]}; expected "
-                "the indices 0..n-1; nothing was executed"
-            )
-        names = [names[i] for i in sorted(names)]
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, (str, int)) for n in names):
-        raise ModelFileError(
-            f"{origin}: refused: the pickle holds {type(names).__name__} as the class names; expected a list or a "
-            "dict of names; nothing was executed"
-        )
-    names = [str(n) for n in names]
-    if len(names) != nc or names == [str(i) for i in range(nc)]:
-        return None  # the official default names are the class indices: use COCO's names for nc=80
-    return names
-
-
-def _from_state_dict(state_dict: Mapping[str, torch.Tensor], names: Any, origin: Path, weights: str) -> YOLO:
-    try:
-        name, nc = identify_architecture(state_dict)
-    except ValueError as exc:
-        raise ModelFileError(f"{origin}: {exc}") from None
-    check_floating(state_dict, origin)
-    check_finite(state_dict, origin)
-    model = build_model(name, nc=nc, names=_class_names(names, nc, origin))
-    load_state_dict_checked(model, state_dict, str(origin))
-    model.meta = {"source": "official", "file": origin.name, "weights": weights}
-    return model.float().eval()
-
-
-def _official_model(ckpt: Any, path: Path) -> tuple[Placeholder, str]:
-    """The pickled model of an official checkpoint: its EMA weights when present, else ``model``."""
-    if not isinstance(ckpt, dict):
-        raise ModelFileError(
-            f"{path}: refused: the pickle holds {type(ckpt).__name__}, not the dict of an official YOLOv9 "
-            "checkpoint; nothing was executed"
-        )
-    for key in ("ema", "model"):
-        obj = ckpt.get(key)
-        if obj is None:
-            continue
-        if not isinstance(obj, Placeholder):
-            raise ModelFileError(
-                f"{path}: refused: its '{key}' entry is {type(obj).__name__}; expected a pickled YOLOv9 model; "
-                "nothing was executed"
-            )
-        return obj, key
-    raise ModelFileError(
-        f"{path}: has no 'model' entry holding a YOLOv9 model; it is not a checkpoint y9 knows"
-    )
-
-
 def load_checkpoint(path: str | Path) -> nn.Module:
     """A model (float32, eval mode) from a y9 checkpoint or an official-format YOLOv9 checkpoint.
 
@@ -387,15 +297,15 @@ def load_checkpoint(path: str | Path) -> nn.Module:
     if isinstance(payload, dict):  # a bare state dict, or {"model": state_dict}
         sd = payload.get("model", payload)
         if isinstance(sd, Mapping) and sd and all(isinstance(v, torch.Tensor) for v in sd.values()):
-            return _from_state_dict(sd, payload.get("names"), path, "model")
+            return from_state_dict(sd, payload.get("names"), path, "model")
     if payload is not None:
         raise ModelFileError(
             f"{path}: holds no model weights y9 recognises; expected a y9 or official YOLOv9 checkpoint"
         )
     try:
         ckpt = load_official(path)
-        obj, key = _official_model(ckpt, path)
+        obj, key = official_model(ckpt, path)
         state_dict = placeholder_state_dict(obj)
     except UnsafePickleError as exc:
         raise ModelFileError(f"{path}: refused: {exc}") from None
-    return _from_state_dict(state_dict, obj.__dict__.get("names"), path, key)
+    return from_state_dict(state_dict, obj.__dict__.get("names"), path, key)

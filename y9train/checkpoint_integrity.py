@@ -1,4 +1,5 @@
-"""Integrity of checkpoint files: the zip CRCs, the sha256 digest y9 stores over its tensors, finite weights.
+"""Integrity of checkpoint files: the zip CRCs, the sha256 digest y9 stores over its tensors, finite
+floating-point weights.
 
 A y9 checkpoint (``y9train.checkpoint``) carries ``"digest": {"sha256": HEX, "tensors": N}``: the sha256 over
 every tensor of the payload (its place in the payload, dtype, shape and bytes, in payload order), written by
@@ -114,3 +115,13 @@ def check_finite(state_dict: Mapping[str, torch.Tensor], origin: str | Path) -> 
             f"{origin}: weight {key} holds {'NaN' if math.isnan(bad) else bad} values; expected finite "
             "weights (the run that wrote it diverged, or the file is damaged)"
         )
+
+
+def check_floating(state_dict: Mapping[str, torch.Tensor], path: Path) -> None:
+    """One sentence naming the first weight that is not floating point (BatchNorm's step counters excepted)."""
+    for key, value in state_dict.items():
+        if not value.is_floating_point() and not key.endswith("num_batches_tracked"):
+            raise ModelFileError(
+                f"{path}: weight {key} is {str(value.dtype).replace('torch.', '')}; expected floating-point weights "
+                "(float32, float16 or bfloat16): a damaged or hand-edited y9 checkpoint"
+            )

@@ -17,6 +17,8 @@ returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
 - ``track`` (``track_run.TrackOptions``): videos and streams are tracked (a ``track_id`` on every detection) and
   counted (lines, zones: ``counts`` in each JSON line, the totals in ``summary.counts`` and predictions.json);
   the annotated video shows ids, trails, lines and zones.
+
+The per-image and per-video loops of one run are ``predict_session.PredictSession``.
 """
 
 from __future__ import annotations
@@ -24,27 +26,24 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 import cv2
 import numpy as np
 
-from y9core.image_write import write_image
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
-from y9deploy.pipelines.file_frames import check_video_written
+from y9deploy.pipelines.predict_session import PredictSession
 from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
-from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, read_url_image, source_roots, url_kind
+from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, source_roots, url_kind
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
     IMAGE_SUFFIXES,
     POLICIES,
     VIDEO_SUFFIXES,
-    FrameReader,
     ReconnectPolicy,
     is_live,
     open_capture,
@@ -131,27 +130,6 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
     if src.is_file() and out == src.parent:
         raise ValueError(f"the output folder {save_dir} is the folder that holds the input {source}; the annotated "
                          "copy would replace it. Expected another folder.")  # fmt: skip
-
-
-def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
-    stem, suffix = Path(name).stem, Path(name).suffix
-    candidate, k = name, 1
-    while candidate in used or (save_dir / candidate).resolve() in inputs or (save_dir / candidate).exists():
-        candidate = f"{stem}_{k}{suffix}"
-        k += 1
-    used.add(candidate)
-    return save_dir / candidate
-
-
-def _url_file_name(url: str) -> str:
-    """The annotated copy's name for an image URL: the URL path's last part, with an image extension."""
-    name = Path(urlsplit(url).path).name or "image"
-    return name if Path(name).suffix.lower() in IMAGE_SUFFIXES else f"{name}.jpg"
-
-
-def _chunks(items: list[Any], n: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
 
 
 def predict_source(
@@ -282,7 +260,7 @@ def predict_source(
             on_start(total)
         inputs = {Path(p).resolve() for p in images if not is_url(p)}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
-        session = _Session(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
+        session = PredictSession(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
                            warn, on_frame, track, files)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
@@ -320,147 +298,3 @@ def predict_source(
         if own:
             det.close()
     return summary
-
-
-@dataclass
-class _Session:
-    """The state one ``predict_source`` run shares between its images and videos."""
-
-    run: Callable[[list[np.ndarray]], list[Any]]  # frames -> Detections (whole frames or tiled)
-    writer: ResultsWriter
-    summary: PredictSummary
-    out_dir: Path | None  # annotated copies go here (None: none written)
-    inputs: set[Path]
-    stop: threading.Event
-    batch: int
-    warn: Callable[[str], None]
-    on_frame: Callable[[str, int], None] | None
-    track: Any = None  # track_run.TrackOptions
-    files: PredictionFiles | None = None  # label files, crops, COCO rows
-    used: set[str] = field(default_factory=set)
-
-    def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
-        self.writer.write(name, index, dets, **kw)
-        self.summary.frames += 1
-        self.summary.detections += len(dets)
-        if self.on_frame is not None:
-            self.on_frame(name, len(dets))
-
-    def skip(self, source: Any, exc: BaseException) -> None:
-        self.summary.skipped.append((str(source), str(exc)))
-        self.warn(f"skipped {source}: {exc}")
-
-    def images(self, images: list[Path | str]) -> None:
-        """Images ``batch`` at a time (files, or an image URL read once); an unreadable one is skipped."""
-        from y9deploy.draw import draw_detections
-        from y9deploy.runtime.image_file import read_image
-
-        for chunk in _chunks(images, self.batch):
-            if self.stop.is_set():
-                return
-            frames, paths, read_ms = [], [], []
-            for path in chunk:
-                t = time.perf_counter()
-                try:
-                    frames.append(read_url_image(path) if is_url(path) else read_image(path))
-                except (OSError, ValueError) as exc:
-                    self.skip(path, exc)
-                    continue
-                paths.append(path)
-                read_ms.append((time.perf_counter() - t) * 1e3)
-            if not frames:
-                continue
-            t = time.perf_counter()
-            results = self.run(frames)
-            infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
-            for path, frame, dets, r_ms in zip(paths, frames, results, read_ms):
-                self.record(str(path), None, dets, timing={"read": r_ms, "infer": infer_ms})
-                if self.files is not None:
-                    self.files.add(str(path), None, frame, dets)
-                self.summary.images += 1
-                if self.out_dir is not None:
-                    name = _url_file_name(path) if is_url(path) else Path(path).name
-                    out = _unique(self.out_dir, name, self.used, self.inputs)
-                    write_image(out, draw_detections(frame, dets))  # an OSError names the file and stops
-                    self.summary.outputs.append(out)
-
-    def video(self, video: str | Path, reading: dict[str, Any]) -> None:
-        """One video file, stream or camera through a ``FrameReader`` (``reading``: its options): the frames
-        ready at each step, up to ``batch``, go through the Detector together; one JSON line per frame."""
-        from y9deploy.draw import draw_detections
-
-        live = is_live(video)
-        try:
-            reader = FrameReader(video, **reading)
-        except (OSError, ValueError) as exc:
-            if live:
-                raise
-            self.skip(video, exc)
-            return
-        writer, out, written = None, None, 0
-        if self.out_dir is not None:
-            name = f"{Path(str(video)).stem if not live else 'stream'}.mp4"
-            out = _unique(self.out_dir, name, self.used, self.inputs)
-        tracking = None
-        if self.track is not None:
-            from y9deploy.pipelines.track_run import SourceTracking, frame_time
-
-            tracking = SourceTracking(self.track, fps=reader.fps)
-        try:
-            while not self.stop.is_set():
-                frames = self._next_frames(reader)
-                if frames is None:
-                    break
-                if not frames:
-                    continue
-                t = time.perf_counter()
-                results = self.run([f.image for f in frames])
-                infer_ms = (time.perf_counter() - t) * 1e3 / len(frames)
-                for f, dets in zip(frames, results):
-                    latency = (time.time() - f.captured) * 1e3
-                    extra, image = {}, None
-                    if tracking is not None:
-                        tracked = tracking.step(dets, frame_time(f, reader.fps, live), f.image)
-                        extra = {"track_id": tracked.track_id, "counts": tracked.counts}
-                        image = tracking.draw(f.image, tracked) if out is not None else None
-                    self.record(str(video), f.index, dets, captured=f.captured if live else None,
-                                timing={"decode": f.decode_ms, "infer": infer_ms, "latency": latency},
-                                **extra)  # fmt: skip
-                    if self.files is not None:
-                        self.files.add(str(video), f.index, f.image, dets)
-                    if out is not None:
-                        if writer is None:
-                            h, w = f.image.shape[:2]
-                            fps = reader.fps / (1 if live else reader.stride)
-                            writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-                            if not writer.isOpened():
-                                raise OSError(f"cannot write the annotated video {out}: OpenCV's video writer could "
-                                              "not open it (an unwritable folder, a full disk, or no mp4v encoder).")
-                        writer.write(image if image is not None else draw_detections(f.image, dets))
-                        written += 1
-        finally:
-            reader.stop()
-            self.summary.dropped += reader.stats.dropped
-            self.summary.reconnects += reader.stats.reconnects
-            self.summary.skipped += reader.stats.skipped
-            if tracking is not None and tracking.counting:
-                self.summary.counts[str(video)] = tracking.summary()
-            if writer is not None:
-                writer.release()
-                self.summary.outputs.append(out)  # type: ignore[arg-type]
-        if writer is not None:
-            check_video_written(out, written)  # type: ignore[arg-type]
-        self.summary.videos += 1
-
-    def _next_frames(self, reader: FrameReader) -> list[Any] | None:
-        """The frames ready now, up to ``batch`` (waits for the first); [] none yet; None at the end."""
-        first = reader.get(timeout=0.2)
-        if first is None:
-            return None if reader.finished else []  # get() has re-raised a reader error, if any
-        frames = [first]
-        while len(frames) < self.batch and reader.ready():
-            nxt = reader.get(timeout=0)
-            if nxt is None:
-                break
-            frames.append(nxt)
-        return frames

@@ -33,7 +33,7 @@ import numpy as np
 from y9core.wording import plural
 from y9deploy.pipelines.counting import CountLine, Zone
 from y9deploy.pipelines.inspection import Rule, Thresholds
-from y9deploy.pipelines.inspection_rules import RuleSet
+from y9deploy.pipelines.inspection_ruleset import RuleSet
 from y9deploy.pipelines.regions import Region
 from y9deploy.pipelines.tracking import TrackedDetections
 

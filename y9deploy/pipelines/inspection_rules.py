@@ -18,13 +18,13 @@ seconds of one verdict, default 60).
 ``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
 sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.yaml_load`` (its size
 and alias limits); a polygon has at most ``MAX_POLYGON_POINTS`` points. Class names are checked against the model
-by ``RuleSet.bind(names)``, with the same ``file:line`` sentences.
+by ``RuleSet.bind(names)`` (``inspection_ruleset``), with the same ``file:line`` sentences.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from y9core.errors import RulesFileError
 from y9core.shorten import quoted
 from y9core.yaml_load import compose_text, read_yaml_text
 from y9deploy.pipelines.counting import CountLine
-from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
+from y9deploy.pipelines.inspection import ClassThreshold
+from y9deploy.pipelines.inspection_ruleset import DEFAULT_WINDOW_S, ClassRef, RuleSet, RuleSpec
 from y9deploy.pipelines.regions import MAX_POLYGON_POINTS, Region
 
 TOP_KEYS = ("version", "window_s", "thresholds", "regions", "lines", "rules")
@@ -43,99 +44,8 @@ THRESHOLD_KEYS = ("min_conf", "min_area", "min_width", "min_height")
 REGION_KEYS = ("rect", "polygon")
 RULE_KEYS = ("name", "region", "line", "direction", "classes", "min", "max", "overlap")
 DIRECTIONS = ("in", "out")  # of a line crossing (counting.py); a rule without direction counts both
-DEFAULT_WINDOW_S = 60.0  # one verdict per minute of a video or stream: max: N reads "at most N per minute"
 # the Detector's own default score threshold: what counts when the file sets no min_conf
 DEFAULT_THRESHOLD = ClassThreshold(min_conf=0.25)
-
-
-@dataclass(frozen=True)
-class ClassRef:
-    """A class named in the file (a name or an id) and the line it is on."""
-
-    value: str | int
-    line: int
-
-
-@dataclass(frozen=True)
-class RuleSpec:
-    name: str
-    region: str | None
-    classes: tuple[ClassRef, ...] | None
-    min_count: int
-    max_count: int | None
-    min_overlap: float | None
-    line: int
-    count_line: str | None = None  # a line rule: crossings of this line (videos and streams)
-    direction: str | None = None  # "in" / "out" (None: both) of a line rule
-
-
-@dataclass(frozen=True)
-class RuleSet:
-    """A validated rules file; ``bind(names)`` resolves class names into ``(rules, thresholds)`` (a line rule
-    becomes a ``Rule`` of its classes and limits without a region; ``inspection_gate`` pairs it with its line)."""
-
-    path: Path
-    default: ClassThreshold
-    per_class: dict[ClassRef, ClassThreshold]
-    regions: dict[str, Region]
-    rules: tuple[RuleSpec, ...]
-    lines: dict[str, CountLine] = field(default_factory=dict)
-    window_s: float = DEFAULT_WINDOW_S
-
-    @property
-    def line_rules(self) -> tuple[RuleSpec, ...]:
-        """The rules that count crossings of a line (they need a video or stream)."""
-        return tuple(s for s in self.rules if s.count_line is not None)
-
-    def bind(self, names: list[str]) -> tuple[list[Rule], Thresholds]:
-        errors: list[str] = []
-
-        def resolve(ref: ClassRef) -> int | None:
-            if isinstance(ref.value, int):
-                if 0 <= ref.value < len(names):
-                    return ref.value
-                errors.append(
-                    f"{self.path}:{ref.line}: class id {ref.value} is not in the model; expected 0 to "
-                    f"{len(names) - 1}."
-                )
-                return None
-            if ref.value in names:
-                return names.index(ref.value)
-            close = difflib.get_close_matches(ref.value, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            errors.append(
-                f"{self.path}:{ref.line}: class {ref.value!r} is not one of the model's classes{hint}; expected "
-                f"one of {', '.join(names)}."
-            )
-            return None
-
-        per_class = {}
-        for ref, th in self.per_class.items():
-            cid = resolve(ref)
-            if cid is not None:
-                per_class[cid] = th
-        rules = []
-        for spec in self.rules:
-            ids = None if spec.classes is None else [resolve(r) for r in spec.classes]
-            rules.append((spec, ids))
-        if errors:
-            raise RulesFileError("\n".join(errors))
-        built = [
-            Rule(
-                s.name,
-                roi=None if s.region is None else self.regions[s.region],
-                classes=ids,
-                min_count=s.min_count,
-                max_count=s.max_count,
-                min_overlap=s.min_overlap,
-            )
-            for s, ids in rules
-        ]
-        return built, Thresholds.of(per_class, self.default)
-
-    @property
-    def lowest_conf(self) -> float:
-        return min([self.default.min_conf, *(t.min_conf for t in self.per_class.values())])
 
 
 class _Checker:

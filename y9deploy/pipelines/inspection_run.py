@@ -32,7 +32,8 @@ import numpy as np
 
 from y9core.append_file import AppendFile
 from y9deploy.pipelines.inspection import inspect
-from y9deploy.pipelines.inspection_rules import RuleSet, load_rules
+from y9deploy.pipelines.inspection_rules import load_rules
+from y9deploy.pipelines.inspection_ruleset import RuleSet
 from y9deploy.pipelines.inspection_stream import is_video_source, run_gate
 from y9deploy.pipelines.video import ReconnectPolicy
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from y9deploy.pipelines.counting import CountSummary
 from y9deploy.pipelines.inspection_gate import Gate, WindowVerdict, gate_rules, region_zone, seconds_text
-from y9deploy.pipelines.inspection_rules import RuleSet
+from y9deploy.pipelines.inspection_ruleset import RuleSet
 from y9deploy.pipelines.sources import is_url, url_kind
 from y9deploy.pipelines.track_run import SourceTracking, TrackOptions, frame_time
 from y9deploy.pipelines.tracking import TrackerKind
