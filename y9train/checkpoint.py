@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from y9core.atomic_write import temporary_path
 from y9core.errors import ModelFileError
 from y9core.file_paths import expect_file
 from y9train import __version__
@@ -65,7 +65,11 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = temporary_path(path)  # created as every output file is (0o644 less the umask), not mkstemp's 0o600
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as exc:  # named by the file asked for (a read-only folder, a full disk)
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)

@@ -121,6 +121,22 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left behind
 
 
+def test_a_checkpoint_is_readable_as_every_other_output_is(tmp_path):
+    """Its mode is what the umask makes of 0o644 (a teammate or a serving container reads it), as for the files
+    y9core.atomic_write writes; it was 0o600 (mkstemp's)."""
+    from y9core.atomic_write import atomic_write
+
+    mask = os.umask(0o022)
+    try:
+        ckpt = save_checkpoint(build_model("gelan-t", nc=1), tmp_path / "best.pt")
+        other = atomic_write(tmp_path / "results.csv", "epoch\n")
+        assert (ckpt.stat().st_mode & 0o777) == (other.stat().st_mode & 0o777) == 0o644
+        os.umask(0o077)  # a stricter umask is kept
+        assert (save_checkpoint(build_model("gelan-t", nc=1), tmp_path / "private.pt").stat().st_mode & 0o777) == 0o600
+    finally:
+        os.umask(mask)
+
+
 def test_missing_empty_truncated_and_foreign_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"checkpoint .*nope.pt does not exist; expected a .pt checkpoint"):
         load_checkpoint(tmp_path / "nope.pt")
