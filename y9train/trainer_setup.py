@@ -49,6 +49,7 @@ class TrainerSetup:
         seed_everything(RunSeeds.of(cfg).init + hooks.rank)
         clock.lap("device", sync=True)
         self.data_cfg = load_data_yaml(cfg.data, require=("train", "val") if cfg.val else ("train",))
+        cfg.data = str(self.data_cfg.yaml_path)  # absolute in the run's config: a resume from elsewhere finds it
         clock.lap("data_yaml")
         if cfg.val and hooks.is_main:
             require_metrics_backend()  # imports the COCO evaluator

@@ -23,15 +23,21 @@ def _files(folder):
 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
-    """A finished one-epoch run (with validation): runs/a."""
+    """A finished one-epoch run (with validation): runs/a, started in its folder with a relative data.yaml path
+    (the tests resume it from another working folder)."""
+    import os
+
     import torch
 
     tmp_path = tmp_path_factory.mktemp("finished")
-    threads = torch.get_num_threads()
+    data = coco_pair(tmp_path)
+    threads, here = torch.get_num_threads(), os.getcwd()
     torch.set_num_threads(1)
+    os.chdir(tmp_path)
     try:
-        first = Trainer(tiny_config(coco_pair(tmp_path), tmp_path, name="a", epochs=1)).fit()
+        first = Trainer(tiny_config(data.relative_to(tmp_path), tmp_path, name="a", epochs=1)).fit()
     finally:
+        os.chdir(here)
         torch.set_num_threads(threads)
     assert first.save_dir == tmp_path / "runs" / "a" and first.best is not None
     return first.save_dir
@@ -59,7 +65,9 @@ def test_a_copied_run_resumes_into_its_own_folder_and_the_original_stays_byte_id
     assert result.best is not None and result.best.parent == copy / "weights"
     assert any(f"writing into {copy} (the run was recorded in {original}, which is left alone)" in n for n in notes)
     assert not any("best.pt" in n and "missing" in n for n in notes)  # best.pt found beside the last.pt given
-    assert read_checkpoint(copy / "weights" / "last.pt")["train"]["config"]["save_dir"] == str(copy)
+    config = read_checkpoint(copy / "weights" / "last.pt")["train"]["config"]
+    assert config["save_dir"] == str(copy)
+    assert config["data"] == str(original.parent.parent / "data" / "data.yaml")  # absolute: found from anywhere
 
 
 def test_a_last_pt_outside_a_run_folder_is_refused(finished_run, tmp_path):
