@@ -230,7 +230,7 @@ class Model:
             from y9core.val_report import write_val_report
 
             about = {"model": str(path), "data": str(data), "split": options.get("split", "val"),
-                     "imgsz": options.get("imgsz")}  # fmt: skip
+                     "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
             write_val_report(result, save_dir, save_json=save_json, about=about)
         return result
 

@@ -258,11 +258,12 @@ def val_command(
         res = val_model(
             data, model, imgsz=imgsz, batch=batch, conf=conf, iou=iou, device=device, workers=workers, split=split
         )
-        about = {"model": str(model), "data": str(data), "split": split, "imgsz": imgsz, "conf": conf, "iou": iou}
+        size = list(res.imgsz) if res.imgsz else imgsz  # the size it ran at, not only the option
+        about = {"model": str(model), "data": str(data), "split": split, "imgsz": size, "conf": conf, "iou": iou}
         report = write_val_report(res, run.path, save_json=save_json, about=about)
     m = res.metrics
     typer.echo(
-        f"{plural(res.images, 'image')}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "
+        f"{plural(res.images, 'image')}{res.at()}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "
         f"{res.seconds:.1f} s"
     )
     typer.echo("class                n_gt     P     R  mAP50  mAP50-95")

@@ -33,6 +33,7 @@ class ValResult:
         per_class: one dict per class (``class``, ``name``, ``n_gt``, ``map50``, ``map50_95``, ...).
         images / targets / detections: counts; seconds: wall time; ms_per_image: inference + post-processing.
         evaluator: what computed the AP figures (``y9core.metrics.evaluator_name``).
+        imgsz: the model input size the images were letterboxed to, (h, w) (None: not recorded).
         curves: PR and P/R/F1-confidence curves per class (``y9core.curves.ValCurves``).
         predictions / ground_truth / image_files: per image, the detections ``(x1, y1, x2, y2, score, class)``,
             the labels ``(class, x1, y1, x2, y2)`` (source pixels) and the file: what the report files
@@ -51,11 +52,12 @@ class ValResult:
     predictions: list[np.ndarray] = field(default_factory=list, repr=False)
     ground_truth: list[np.ndarray] = field(default_factory=list, repr=False)
     image_files: list[str] = field(default_factory=list, repr=False)
+    imgsz: tuple[int, int] | None = None
 
     @classmethod
     def from_evaluation(
         cls, res: dict[str, Any], predictions: list[np.ndarray], ground_truth: list[np.ndarray],
-        image_files: list[str], *, seconds: float, infer_seconds: float,
+        image_files: list[str], *, seconds: float, infer_seconds: float, imgsz: tuple[int, int] | None = None,
     ) -> ValResult:  # fmt: skip
         """The result of ``y9core.metrics.evaluate(predictions, ground_truth)`` (``res``) on ``image_files``."""
         return cls(
@@ -71,7 +73,12 @@ class ValResult:
             predictions=list(predictions),
             ground_truth=list(ground_truth),
             image_files=[str(f) for f in image_files],
+            imgsz=None if imgsz is None else (int(imgsz[0]), int(imgsz[1])),
         )
+
+    def at(self) -> str:
+        """`` at HxW`` (the input size), or nothing when it is not recorded."""
+        return f" at {self.imgsz[0]}x{self.imgsz[1]}" if self.imgsz else ""
 
     @property
     def fitness(self) -> float:
@@ -81,7 +88,8 @@ class ValResult:
         m = self.metrics
         pct = {k: "-" if m.get(k) != m.get(k) else f"{100 * m[k]:.1f}" for k in METRIC_KEYS if k in m}  # nan: "-"
         return (
-            f"{self.images} images, {self.targets} boxes, {self.detections} detections, {self.seconds:.1f} s: "
+            f"{self.images} images{self.at()}, {self.targets} boxes, {self.detections} detections, "
+            f"{self.seconds:.1f} s: "
             f"mAP50-95 {pct['map50_95']}, mAP50 {pct['map50']}, P {pct['precision']}, R {pct['recall']} (percent)"
         )
 

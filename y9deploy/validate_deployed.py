@@ -52,6 +52,7 @@ def val_deployed(
     preds: list[np.ndarray] = []
     infer_s = 0.0
     with Detector(model, device=device, imgsz=imgsz, conf=conf, iou=iou, max_det=max_det) as det:
+        input_hw = det.imgsz
         if len(det.names) != cfg.nc:
             raise DataError(
                 f"model {model} predicts {len(det.names)} classes but data.yaml {cfg.yaml_path} has "
@@ -72,4 +73,4 @@ def val_deployed(
     ]
     res = evaluate(preds, targets, nc=cfg.nc, names=cfg.names)
     return ValResult.from_evaluation(res, preds, targets, labels.files, seconds=time.perf_counter() - t_start,
-                                     infer_seconds=infer_s)  # fmt: skip
+                                     infer_seconds=infer_s, imgsz=input_hw)  # fmt: skip

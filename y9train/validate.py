@@ -7,6 +7,7 @@ training run does not fail after its first epoch).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -154,7 +155,7 @@ def val_checkpoint(
     amp_dtype, _ = resolve_amp(amp, dev)
     cuda = dev.type == "cuda"
     net = net.to(dev, memory_format=torch.channels_last) if cuda else net.to(dev)
-    return run_validation(
+    result = run_validation(
         net,
         loader,
         device=dev,
@@ -166,3 +167,4 @@ def val_checkpoint(
         amp_dtype=amp_dtype,
         channels_last=cuda,
     )
+    return dataclasses.replace(result, imgsz=(int(imgsz), int(imgsz)))  # square: the loader's letterbox

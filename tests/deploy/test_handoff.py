@@ -66,7 +66,9 @@ def test_val_of_pt_onnx_and_fp16_onnx_agree(chain):
     """`y9 val`'s two paths (the training-time loop for .pt, Detector for deployed files) with default options."""
     from y9.val import val_model
 
-    scores = {k: val_model(COCO8, chain[k], workers=2).metrics["map50_95"] for k in ("pt", "onnx", "fp16")}
+    results = {k: val_model(COCO8, chain[k], workers=2) for k in ("pt", "onnx", "fp16")}
+    assert {r.imgsz for r in results.values()} == {(416, 416)}  # each at the trained size, and says so
+    scores = {k: r.metrics["map50_95"] for k, r in results.items()}
     assert scores["pt"] > 0.5, scores  # the model finds its training images: a comparison that means something
     for kind in ("onnx", "fp16"):
         assert abs(100 * (scores[kind] - scores["pt"])) <= AGREE_POINTS, scores

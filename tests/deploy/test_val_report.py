@@ -30,15 +30,18 @@ def report(embedded_pt, tmp_path_factory):
     cwd = tmp_path_factory.mktemp("val")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
-        res = CliRunner().invoke(app, ["val", "--data", str(data), "--model", str(embedded_pt), "--imgsz", "416",
-                                       "--workers", "0", "--batch", "16", "--save-json"])  # fmt: skip
+        res = CliRunner().invoke(app, ["val", "--data", str(data), "--model", str(embedded_pt), "--workers", "0",
+                                       "--batch", "16", "--save-json"])  # fmt: skip
     assert res.exit_code == 0, res.output
+    assert "16 images at 416x416, " in res.output  # the size it ran at (the trained one), said and recorded
     out = cwd / "runs" / "val"
     assert f"saved to {Path('runs') / 'val'}: metrics.json" in res.output
     names = {p.name for p in out.iterdir()}
     assert names >= {"metrics.json", "per_class.csv", "curves.json", "confusion_matrix.csv", "predictions.json",
                      *PICTURES}  # fmt: skip
-    return out, data, json.loads((out / "metrics.json").read_text())
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["validated"]["imgsz"] == [416, 416]
+    return out, data, doc
 
 
 def _ground_truth(data: Path) -> tuple[COCO, dict[int, np.ndarray]]:

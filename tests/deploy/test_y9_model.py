@@ -79,7 +79,13 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     import y9train.train as train_module
 
     seen: dict[str, dict] = {}
-    monkeypatch.setattr(val_module, "val_model", lambda data, model, **kw: seen.setdefault("val", kw))
+    from y9core.val_result import ValResult
+
+    def fake_val(data, model, **kw):
+        seen["val"] = kw
+        return ValResult(metrics={}, imgsz=_recorded_imgsz(embedded_pt))  # what val_model says it ran at
+
+    monkeypatch.setattr(val_module, "val_model", fake_val)
     monkeypatch.setattr(export_module, "export_onnx", lambda src, path, **kw: seen.setdefault("export", {**kw,
                                                                                                       "path": path}))
     monkeypatch.setattr(train_module, "train", lambda **kw: seen.setdefault("train", kw) and None)
@@ -93,6 +99,7 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
         **kw, "folder": folder}))  # fmt: skip
     model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
     assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
+    assert seen["report"]["about"]["imgsz"] == [h, w]  # the size it ran at, recorded in metrics.json
     model.export("out.onnx", dynamic_batch=True)
     assert seen["export"]["dynamic_batch"] is True and "imgsz" not in seen["export"]  # export_onnx: the facts
     with pytest.raises(AttributeError):  # the fake train returns None: the Model keeps its weights
