@@ -68,4 +68,7 @@ def describe_usage(exc) -> str:
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "y9"
     text = " ".join(exc.format_message().split()).rstrip(".")
-    return f"{where}: {text}; the options are listed by '{where} --help'."
+    listed = f"the {'commands' if text.startswith('No such command') else 'options'} are listed by '{where} --help'."
+    if text.endswith("?"):  # "Did you mean 'train', 'triton'?" ends its own sentence
+        return f"{where}: {text} {listed[0].upper()}{listed[1:]}"
+    return f"{where}: {text}; {listed}"

@@ -44,7 +44,10 @@ def test_option_errors_are_one_error_line(capsys):
     assert _one_error(capsys) == "error: y9 predict: Missing argument 'source'; the options are listed by " \
                                  "'y9 predict --help'."  # fmt: skip
     assert run_y9(["exprt"]) == 2
-    assert "No such command 'exprt'. Did you mean 'export'" in _one_error(capsys)
+    assert _one_error(capsys) == ("error: y9: No such command 'exprt'. Did you mean 'export'? The commands are "
+                                  "listed by 'y9 --help'.")  # one sentence each, no '?;'
+    assert run_y9(["nothing-like-it"]) == 2
+    assert _one_error(capsys).endswith("'nothing-like-it'; the commands are listed by 'y9 --help'.")
     assert run_y9([]) == 0 and "Usage: y9" in capsys.readouterr().out  # `y9` alone: the help
 
 
