@@ -104,21 +104,13 @@ def register(app: typer.Typer) -> None:
         table = Table(
             title="y9 benchmark: p50 per stage, end to end p50/p99 (ms), throughput", title_justify="left"
         )
-        table.add_column("model (backend, device)", overflow="fold")
-        for col in ("batch", "pre", "infer", "post", "e2e", "e2e p99", "img/s"):
-            table.add_column(col, justify="right", no_wrap=True)
-        for c in result.cases:
-            s = c.stages
-            table.add_row(
-                f"{c.model} ({c.backend}, {c.device}{', stream' if c.mode == 'stream' else ''})",
-                str(c.batch),
-                f"{s['pre'].p50:.2f}",
-                f"{s['infer'].p50:.2f}",
-                f"{s['post'].p50:.2f}",
-                f"{s['e2e'].p50:.2f}",
-                f"{s['e2e'].p99:.2f}",
-                f"{c.img_per_s:.1f}",
-            )
+        for i, col in enumerate(BenchmarkResult.COLUMNS):
+            if i == 0:
+                table.add_column(col, overflow="fold")
+            else:
+                table.add_column(col, justify="right", no_wrap=True)
+        for row in result.rows():
+            table.add_row(*row)
         console.print(table)
         if json_out is not None:
             result.save(json_out)

@@ -94,6 +94,27 @@ class BenchmarkResult:
     machine: dict[str, Any] = field(default_factory=dict)
     created: str = ""
 
+    #: the columns of ``rows`` (and of ``y9 benchmark``'s table): p50 per stage and end to end p50/p99 in ms
+    COLUMNS = ("model (backend, device)", "batch", "pre", "infer", "post", "e2e", "e2e p99", "img/s")
+
+    def rows(self) -> list[tuple[str, ...]]:
+        """One row of text per case, in ``COLUMNS`` order."""
+        out = []
+        for c in self.cases:
+            s = c.stages
+            where = f"{c.model} ({c.backend}, {c.device}{', stream' if c.mode == 'stream' else ''})"
+            times = (s["pre"].p50, s["infer"].p50, s["post"].p50, s["e2e"].p50, s["e2e"].p99)
+            out.append((where, str(c.batch), *(f"{t:.2f}" for t in times), f"{c.img_per_s:.1f}"))
+        return out
+
+    def __str__(self) -> str:
+        """The cases as a plain table (milliseconds; ``print(result)``)."""
+        table = [self.COLUMNS, *self.rows()]
+        widths = [max(len(r[i]) for r in table) for i in range(len(self.COLUMNS))]
+        lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
+                 for r in table]  # fmt: skip
+        return "\n".join(line.rstrip() for line in lines)
+
     def to_dict(self) -> dict[str, Any]:
         return {"created": self.created, "machine": self.machine, "cases": [c.to_dict() for c in self.cases]}
 

@@ -104,6 +104,11 @@ def test_json_round_trip_and_compare(tiny, tmp_path):
     assert set(data["cases"][0]["stages"]["e2e"]) == {"p50", "p90", "p99", "max", "mean"}
     again = BenchmarkResult.load(path)
     assert again.to_dict() == res.to_dict()
+    lines = str(res).splitlines()  # print(result): a table, as y9 benchmark's, not the dataclass repr
+    assert lines[0].split()[:3] == ["model", "(backend,", "device)"] and len(lines) == 1 + len(res.cases)
+    case = res.cases[0]
+    assert lines[1].split()[-7:] == [str(case.batch), *(f"{case.stages[k].p50:.2f}" for k in ("pre", "infer", "post",
+                                     "e2e")), f"{case.stages['e2e'].p99:.2f}", f"{case.img_per_s:.1f}"]  # fmt: skip
     # an earlier run twice as fast end to end, with twice the throughput: a regression on those metrics
     old = json.loads(path.read_text())
     old["cases"][0]["stages"]["e2e"]["p50"] /= 2
