@@ -36,7 +36,8 @@ def build_run_data(config, data_cfg, hooks, *, workers: int, report_skip, clock:
     warning (``y9core.data.dataset_warnings``)."""
     cfg, hyp = config, config.hyp
     seeds = RunSeeds.of(cfg)
-    common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": seeds.augment, "workers": max(workers, 1)}
+    common = {"imgsz": cfg.imgsz, "cache": cfg.cache, "seed": seeds.augment, "workers": max(workers, 1),
+              "log_skipped": False}  # each skipped image is reported once, below  # fmt: skip
     aug = AugmentConfig.from_dict(hyp.to_dict())
     train_ds = YoloDataset.from_yaml(data_cfg, "train", hyp=aug, **common)
     clock.lap_split(

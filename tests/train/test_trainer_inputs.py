@@ -88,7 +88,7 @@ def test_class_count_mismatch_and_new_head(tmp_path):
     assert seen["model.22.cv3.0.2.weight"].shape[0] == 2  # class convs rebuilt for 2 classes
 
 
-def test_unreadable_image_is_reported_by_path_and_the_run_continues(tmp_path):
+def test_unreadable_image_is_reported_by_path_and_the_run_continues(tmp_path, caplog):
     data = coco_pair(tmp_path)
     broken = data.parent / "images" / "train" / "broken.jpg"
     broken.write_bytes(b"this is not a JPEG")
@@ -98,6 +98,7 @@ def test_unreadable_image_is_reported_by_path_and_the_run_continues(tmp_path):
     assert result.epochs_run == 1
     lines = [ln for ln in out.getvalue().splitlines() if "broken.jpg" in ln]
     assert len(lines) == 1 and str(broken) in lines[0] and "the run continues without it" in lines[0]
+    assert not [r for r in caplog.records if "broken.jpg" in r.getMessage()]  # once: not logged a second time
 
 
 def test_unknown_model_name_is_one_sentence(tmp_path):

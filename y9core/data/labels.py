@@ -318,6 +318,7 @@ def load_labels(
     cache_dir: str | Path | None = None,
     workers: int = 8,
     require_labels: bool = False,
+    log_skipped: bool = True,
 ) -> LabelSet:
     """Labels and shapes of ``images``, through the label cache.
 
@@ -327,6 +328,7 @@ def load_labels(
         cache: read/write the cache; cache_dir: where (default beside the labels folder, see ``paths``).
         workers: threads decoding images on a cache miss.
         require_labels: when no usable image has a box, raise (a training set) instead of warning.
+        log_skipped: log a warning per unreadable image (False: the caller reports ``LabelSet.skipped`` itself).
     Raises:
         DataError: a bad label line (``file:line``), no usable image, or (``require_labels``) no box at all.
     """
@@ -345,7 +347,7 @@ def load_labels(
     shapes, reasons, labels = scan.shapes, scan.reasons, scan.labels
     index = {p: i for i, p in enumerate(unique)}
     skipped = [(p, reasons[i]) for p, i in index.items() if reasons[i]]
-    for p, why in skipped:
+    for p, why in skipped if log_skipped else []:
         log.warning("skipping image %s: it %s", p, why)
     keep = [p for p in images if not reasons[index[p]]]
     if not keep:

@@ -62,6 +62,7 @@ class YoloDataset:
         require_labels: refuse a set in which no image has a box (``from_yaml`` sets it for the train split).
         skipped: ``(path, reason)`` of entries already left out (e.g. by ``paths.list_images``), reported in
             ``skipped`` with the unusable images.
+        log_skipped: log a warning per unusable image (False: the caller reports ``skipped``, as training does).
     """
 
     def __init__(
@@ -80,6 +81,7 @@ class YoloDataset:
         workers: int = 8,
         require_labels: bool = False,
         skipped: list[tuple[Path, str]] | None = None,
+        log_skipped: bool = True,
     ):
         if imgsz < 32 or int(imgsz) != imgsz:
             raise ValueError(f"imgsz={imgsz} is not valid; expected an integer >= 32.")
@@ -98,6 +100,7 @@ class YoloDataset:
             cache_dir=cache_dir,
             workers=workers,
             require_labels=require_labels,
+            log_skipped=log_skipped,
         )
         self.label_set = labelset
         self.files: list[Path] = labelset.files
