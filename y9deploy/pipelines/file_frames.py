@@ -35,8 +35,15 @@ class FrameTally:
     complete: bool = False
 
     def shortfall(self, source: Any) -> str | None:
-        """One sentence when frames of a fully read file were lost (None otherwise)."""
-        if not self.complete or self.expected is None or self.decoded >= self.expected:
+        """One sentence when frames of a fully read file were lost, or none could be decoded at all (None
+        otherwise)."""
+        if not self.complete:
+            return None
+        if self.decoded == 0:  # opened, but no frame: whatever it declares, nothing was detected in it
+            declared = f" (it declares {self.expected})" if self.expected else ""
+            return (f"no frame of {source}{declared} could be decoded (an empty, cut-short or corrupt file, or a codec "
+                    "this OpenCV lacks); it is skipped")  # fmt: skip
+        if self.expected is None or self.decoded >= self.expected:
             return None
         return (f"only {self.decoded} of the {self.expected} frames of {source} could be decoded (the file is cut "
                 "short or corrupt); the results hold those frames")  # fmt: skip
