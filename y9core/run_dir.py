@@ -151,7 +151,23 @@ def resolve_output_dir(
             raise
         return RunDir(path, numbered=True, created=True)
     path = Path(explicit)
-    _refuse_inputs(path, inputs, "output folder")
+    earlier = check_output_dir(path, exist_ok=exist_ok, inputs=inputs, option=option)
+    created = not path.exists()
+    path.mkdir(parents=True, exist_ok=True)
+    return RunDir(path, numbered=False, earlier=tuple(earlier), created=created)
+
+
+def check_output_dir(
+    path: str | os.PathLike, *, exist_ok: bool = False, inputs: Iterable[str | os.PathLike] = (), option: str = "--name"
+) -> list[str]:
+    """``resolve_output_dir``'s checks of a folder the user named, with nothing created (a command that sets up
+    for a while checks first): the files it already holds (allowed with ``exist_ok``).
+
+    Raises:
+        OutputError: as ``resolve_output_dir``.
+    """
+    path = Path(path)
+    _refuse_inputs(path, list(inputs), "output folder")
     if path.exists() and not path.is_dir():
         raise OutputError(f"output folder {path} ({option}) is a file; expected a folder (new or empty).")
     earlier = earlier_files(path)
@@ -161,9 +177,7 @@ def resolve_output_dir(
             f"empty folder: leave {option} out for a new numbered folder, choose another, or add {EXIST_OK_FLAG} to "
             "write into it (nothing there is replaced silently)."
         )
-    created = not path.exists()
-    path.mkdir(parents=True, exist_ok=True)
-    return RunDir(path, numbered=False, earlier=tuple(earlier), created=created)
+    return earlier
 
 
 def check_output_file(

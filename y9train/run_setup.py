@@ -13,7 +13,7 @@ import torch
 
 from y9core.device_spec import parse_device
 from y9core.errors import BackendUnavailableError, DataError, ModelFileError
-from y9core.run_dir import RunLock, resolve_output_dir
+from y9core.run_dir import RunLock, check_output_dir, resolve_output_dir
 from y9train.models import MODEL_NAMES, YOLO, build_model
 from y9train.models.head import init_head_biases
 
@@ -83,6 +83,15 @@ def run_folder_of(last: Path) -> Path:
             "weights/last.pt."
         )
     return last.parent.parent
+
+
+def check_run_dir(cfg) -> None:
+    """Before the set-up: a new run's named folder that ``open_run_dir`` would refuse is refused now, so the user
+    does not wait for the model and data first (nothing is created)."""
+    if cfg.save_dir or cfg.name:
+        explicit = Path(cfg.save_dir) if cfg.save_dir else Path(cfg.project) / cfg.name
+        check_output_dir(explicit, exist_ok=cfg.exist_ok, inputs=[cfg.data],
+                         option="--name" if not cfg.save_dir else "save_dir")  # fmt: skip
 
 
 def open_run_dir(cfg, resumed: Path | None, warn) -> tuple[Path, RunLock]:

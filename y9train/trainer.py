@@ -39,7 +39,7 @@ from y9train.hyp import TrainConfig, apply_overrides
 from y9train.plots import plot_run
 from y9train.previews import TrainingPreviews
 from y9train.reporting import Reporter, StepLog
-from y9train.run_setup import open_run_dir
+from y9train.run_setup import check_run_dir, open_run_dir
 from y9train.startup import BackgroundImports, StartupClock
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
@@ -116,6 +116,8 @@ class Trainer(TrainerSetup):
         ``self.startup`` (``y9train.startup``: ``startup.json`` in the run folder)."""
         cfg, hooks = self.config, self.hooks
         clock = self.startup = StartupClock()
+        if hooks.is_main and cfg.save and not self._resume:
+            check_run_dir(cfg)  # a named folder that holds a run: refused before the set-up, not after it
         imports = BackgroundImports()  # the optimiser's imports, beside device, model and data set-up
         try:
             self._setup_model_and_data(clock, imports)

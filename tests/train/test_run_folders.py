@@ -86,8 +86,10 @@ def test_runs_are_numbered_and_a_named_run_is_not_overwritten(tmp_path):
         assert run.save_dir == tmp_path / "runs" / want
     named = tiny_config(data, tmp_path, name="exp", **options)
     before = _files(tmp_path / "runs" / "exp")
+    refused = Trainer(named)
     with pytest.raises(OutputError, match=r"runs/exp \(--name\) already holds \d+ files: .*of an earlier run.*--exist-ok"):
-        Trainer(named).fit()
+        refused.fit()
+    assert not hasattr(refused, "model")  # refused before the set-up (model, data), not after it
     assert _files(tmp_path / "runs" / "exp") == before
     assert cfg.name == "run"  # tiny_config's own default is a named run
 
