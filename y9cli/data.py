@@ -10,9 +10,12 @@ from typing import Annotated
 import typer
 
 from y9cli.outputs import writing
-from y9train.train_args import CACHE_CHOICES
 
-CacheMode = Enum("CacheMode", [(c, c) for c in CACHE_CHOICES], type=str)  # the trainer's choices
+
+class CacheMode(str, Enum):  # the trainer's CACHE_CHOICES (tests/cli/test_train_options.py)
+    none = "none"
+    ram = "ram"
+    disk = "disk"
 
 
 class LinkMode(str, Enum):

@@ -14,11 +14,21 @@ import typer
 from y9cli.interrupts import command_line, on_interrupt
 from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
 from y9core.wording import plural
-from y9train.train_args import AMP_CHOICES, CACHE_CHOICES
 
-# the choices are the library's (y9train.train_args: the torchrun path parses the same options with argparse)
-Amp = Enum("Amp", [(c, c) for c in AMP_CHOICES], type=str)
-Cache = Enum("Cache", [(c, c) for c in CACHE_CHOICES], type=str)
+
+# The library's choices (y9train.train_args.AMP_CHOICES, CACHE_CHOICES), spelled out: importing y9train here would
+# load the trainer package for `y9 val` of a deployed file too; tests/cli/test_train_options.py holds them equal.
+class Amp(str, Enum):
+    auto = "auto"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    off = "off"
+
+
+class Cache(str, Enum):
+    none = "none"
+    ram = "ram"
+    disk = "disk"
 
 
 def _pct(v: float) -> str:
@@ -67,14 +77,19 @@ def train_command(
         ),
     ] = None,
     imgsz: Annotated[
-        int | None, typer.Option("--imgsz", help="Training size, pixels (multiple of 32).")
+        int | None,
+        typer.Option(
+            "--imgsz", help="Training size, pixels, a multiple of 32 (default: a checkpoint's trained size, else 640)."
+        ),
     ] = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs to train.")] = None,
-    batch: Annotated[int | None, typer.Option("--batch", help="Images per batch.")] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Epochs to train (default 100).")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="Images per batch (default 16).")] = None,
     device: Annotated[
         str | None, typer.Option("--device", help="cpu or a GPU index (default: GPU 0 if any).")
     ] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="DataLoader worker processes.")] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="DataLoader worker processes (default 8, at most the CPUs).")
+    ] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Folder of runs (default runs/train).")
     ] = None,
@@ -110,7 +125,7 @@ def train_command(
     amp: Annotated[
         Amp | None, typer.Option("--amp", help="Mixed precision (auto: bf16/fp16 on GPU, off on CPU).")
     ] = None,
-    cache: Annotated[Cache | None, typer.Option("--cache", help="Image cache.")] = None,
+    cache: Annotated[Cache | None, typer.Option("--cache", help="Image cache (default none).")] = None,
     seed: Annotated[
         int | None, typer.Option("--seed", help="Random seed of the run (weights, augmentation, sampling; default 0).")
     ] = None,
