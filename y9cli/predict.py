@@ -176,6 +176,8 @@ def register(app: typer.Typer) -> None:
                 on_warning=lambda msg: console.print(f"warning: {msg}", style="yellow", markup=False),
                 **filters,
             )  # fmt: skip
+            if not stopped_by:
+                bar.finish()  # skipped inputs were gone through too: the bar ends full
         _report(summary, (lambda msg: typer.echo(msg, err=True)) if stdout else typer.echo)
         if stopped_by:
             typer.secho(interrupted_line(stopped_by[0]), fg=typer.colors.YELLOW, err=True)
@@ -238,6 +240,12 @@ class _LazyBar:
         if self.progress is None:
             self._draw()
         self.progress.update(self.task, advance=1, description=f"{Path(name).name}: {plural(n, 'object')}")
+
+    def finish(self) -> None:
+        """The run went through every input: the bar shows its total (skipped images and undecodable frames count
+        as gone through; the summary line says how many were skipped)."""
+        if self.progress is not None and self.total:
+            self.progress.update(self.task, completed=self.total)
 
     def __enter__(self) -> _LazyBar:
         return self

@@ -53,6 +53,7 @@ def test_corrupt_file_is_skipped_counted_and_exits_1(tiny, tmp_path):
     assert res.exit_code == 1, res.output
     assert "2 frames (2 images, 0 videos)" in res.output and "1 skipped" in res.output
     assert f"skipped {src / 'broken.jpg'}" in res.output
+    assert " 3/3 " in res.output  # the bar ends full: the skipped image was gone through too
     lines = read_jsonl(out / "predictions.jsonl")
     assert sorted(Path(r["source"]).name for r in lines) == sorted(p.name for p in IMAGES)
     with Detector(tiny) as det:
