@@ -163,7 +163,13 @@ def diagnose() -> DoctorReport:
             pass
     from y9deploy.runtime.frame_pipeline import default_choice
 
-    device, pre, post = default_choice(torch_cuda=torch_gpu, triton=torch_gpu and triton_v is not None)
+    if torch_gpu:  # what the Detector's rule reads (triton imports here), not only "installed"
+        from y9core.post.choice import probe
+
+        triton_works = probe().triton
+    else:
+        triton_works = False
+    device, pre, post = default_choice(torch_cuda=torch_gpu, triton=triton_works)
     report = DoctorReport(
         python=platform.python_version(),
         platform=platform.platform(),
