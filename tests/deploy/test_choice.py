@@ -94,8 +94,9 @@ def test_every_row_of_the_tables_decides_some_case():
         # CPU tensors (training's validation on the CPU, a .pt Detector there): the host one, the faster there
         (dict(device="cpu", end2end=False, torch_tensors=True, triton=True), PostImpl.HOST),
         (dict(device="cpu", end2end=False, torch_tensors=True, triton=False, graphs=False), PostImpl.HOST),
-        # the last rule: CUDA tensors without triton
+        # the last rule: CUDA tensors without triton; CPU tensors when the GPU implementation is asked for
         (dict(CUDA, end2end=False, triton=False), PostImpl.TORCH),
+        (dict(device="cpu", end2end=False, option="gpu", torch_tensors=True, triton=False), PostImpl.TORCH),
         # multi-label candidates: only the host implementation has them
         (dict(CUDA, end2end=False, multi_label=True), PostImpl.HOST),
     ],

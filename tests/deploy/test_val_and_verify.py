@@ -52,8 +52,8 @@ def test_val_onnx_agrees_with_val_pt(embedded_pt, embedded_export, tmp_path):
     ox = _y9("val", "--data", _coco128(), "--model", str(onnx_path), "--workers", "1", "--project", str(tmp_path))
     assert ox.returncode == 0, ox.stderr[-2000:]
     (pt50, pt5095), (ox50, ox5095) = _map(pt.stdout), _map(ox.stdout)
-    assert pt.stdout.splitlines()[0].startswith("16 images, 117 boxes")
-    assert ox.stdout.splitlines()[0].startswith("16 images, 117 boxes")
+    assert pt.stdout.splitlines()[0].startswith("16 images at 416x416, 117 boxes")
+    assert ox.stdout.splitlines()[0].startswith("16 images at 416x416, 117 boxes")
     assert pt50 > 2.0, pt.stdout  # a trained model (mAP50 4-9 on these 16 held-out images): not 0 == 0
     assert abs(pt5095 - ox5095) <= 0.3 and abs(pt50 - ox50) <= 0.5, (pt.stdout, ox.stdout)
 

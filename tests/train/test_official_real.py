@@ -124,7 +124,7 @@ def test_y9_val_of_the_official_file(name, tmp_path):
             "--workers", "0", "--project", str(tmp_path)]  # fmt: skip
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[0].startswith("4 images, "), res.output
+    assert res.output.splitlines()[0].startswith("4 images at 160x160, "), res.output
     assert "mAP50-95" in res.output and "Traceback" not in res.output
 
 

@@ -78,15 +78,16 @@ POST_RULE: tuple[tuple[str, Callable[[PostFacts], bool], PostImpl], ...] = (
     ("the model has its NMS inside", lambda f: f.end2end, PostImpl.END2END),
     ("numpy outputs (the host pipeline)", lambda f: not f.tensors, PostImpl.HOST),
     ("postprocess='cpu'", lambda f: f.option == "cpu", PostImpl.HOST),
-    ("torch tensors on the CPU (the numpy one is faster there)", lambda f: not f.cuda and f.graphs is not True,
-     PostImpl.HOST),
+    ("torch tensors on the CPU, automatic (the numpy one is faster there)",
+     lambda f: not f.cuda and f.option == "auto" and f.graphs is not True, PostImpl.HOST),
     ("multi-label candidates", lambda f: f.multi_label, PostImpl.HOST),
     ("CUDA graphs required (on CPU tensors: their steps eagerly)", lambda f: f.graphs is True, PostImpl.GRAPH),
     ("automatic, CUDA, triton, graphs not failed here",
      lambda f: f.graphs is None and f.cuda and f.triton and _ok(PostImpl.GRAPH), PostImpl.GRAPH),
     ("CUDA, triton, its scan not failed here",
      lambda f: f.cuda and f.triton and _ok(PostImpl.TORCH_TRITON), PostImpl.TORCH_TRITON),
-    ("CUDA tensors otherwise", lambda f: True, PostImpl.TORCH),
+    ("torch tensors otherwise (postprocess='gpu' on the CPU: the batched torch one, as asked)", lambda f: True,
+     PostImpl.TORCH),
 )  # fmt: skip
 
 
