@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from y9core.deferred_signals import deferred_signals
+from y9core.wording import plural
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
@@ -143,6 +144,17 @@ class Trainer(TrainerSetup):
         choice.apply()
         if cfg.deterministic or self.device.type == "cuda":
             self.reporter.info(choice.describe())
+        self.reporter.info(self.describe_run())
+
+    def describe_run(self) -> str:
+        """One line of what this run is: model, data, size, batch, epochs, device, folder (after ``setup``)."""
+        cfg, n, params = self.config, len(self.train_ds), sum(p.numel() for p in self.model.parameters())
+        images = (f"{n} train and {len(self.val_ds)} val images" if self.val_ds is not None
+                  else f"{plural(n, 'train image')} (no validation)")  # fmt: skip
+        where = f"; writing {self.save_dir}" if self.save_dir is not None else "; nothing saved"
+        start = f"from epoch {self.start_epoch + 1} of {cfg.epochs}" if self.start_epoch else plural(cfg.epochs, "epoch")
+        return (f"{cfg.model} ({params:,} parameters): {images} at {cfg.imgsz} px, batch {cfg.batch}, {start}, on "
+                f"{self.device}{where}")  # fmt: skip
 
     def will_step(self, batch: int) -> bool:
         """Whether the next batch to run, index ``batch`` of the current epoch, ends with an optimiser step

@@ -120,6 +120,8 @@ def test_a_checkpoint_trains_at_its_own_size_unless_one_is_given(tmp_path):
     result = Trainer(cfg, reporter=reporter).fit()
     side = 96
     assert f"imgsz {side}: the size it was trained at (64x96)" in out.getvalue()
+    # and the run's one-line description, with the size it decided
+    assert f"3 train images (no validation) at {side} px, batch 2, 1 epoch, on cpu; writing {tmp_path}" in out.getvalue()
     saved = torch.load(result.last, map_location="cpu", weights_only=True)
     assert saved["meta"]["imgsz"] == side and saved["train"]["config"]["imgsz"] == side
     explicit = Trainer(tiny_config(data, tmp_path, model=str(ckpt), imgsz=128, val=False, name="given"))
