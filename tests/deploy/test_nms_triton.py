@@ -97,7 +97,8 @@ def test_iou_bits_equal_overlaps(k):
     boxes = np.stack([random_boxes(rng, k, clusters=max(1, k // 20))[0] for _ in range(3)])
     boxes[0, 1::3] = boxes[0, 0::3][: len(boxes[0, 1::3])]  # identical boxes: IoU exactly 1
     n = np.array([k, max(0, k - 5), k // 2])
-    for iou in (0.3, 0.5, 1.0):
+    for iou in (0.3, 0.5, 1.0) if k < 256 else (0.5,):  # the interpreter takes ~4 s a call at 260: the words'
+        # layout above 256 once, the thresholds (ties at 1.0 included) on the smaller sizes
         t = torch.tensor([float(threshold_below(iou))])
         junk = torch.full((3, k, -(-k // 32)), -1, dtype=torch.int32)
         words = nms_triton.iou_bits(torch.from_numpy(boxes), torch.from_numpy(n), t, out=junk)
