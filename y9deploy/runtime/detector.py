@@ -65,10 +65,11 @@ class Detector:
         preprocess: on a CUDA backend with torch installed: "auto"/"hybrid" (letterbox by OpenCV threads, the
             compact uint8 image uploaded, colour/layout/normalisation on the GPU), "gpu" (whole frames uploaded,
             letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
-            CUDA everything runs on the host.
+            CUDA everything runs on the host ("gpu" is then refused).
         postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu"
-            (the raw output downloaded, decode + NMS on the host). ``y9core.post.choice.choose_post`` picks the
-            implementation from these options, the device, the model and what imports here.
+            (the raw output downloaded, decode + NMS on the host). Without torch or CUDA the host runs it ("gpu" is
+            then refused). ``y9core.post.choice.choose_post`` picks the implementation from these options, the
+            device, the model and what imports here.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
         facts: for a TensorRT engine built without ``y9 build-engine`` (no manifest): the ONNX it was built from or
             its ``.facts.json`` sidecar (default: found beside the engine).
