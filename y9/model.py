@@ -202,7 +202,8 @@ class Model:
     def train(self, data: str | Path, **options: Any) -> Any:
         """Train from this architecture or checkpoint (``y9train.train.train``; options as ``y9 train``'s, e.g.
         ``epochs``, ``batch``, ``imgsz``, ``device``). A checkpoint trains at its own size unless ``imgsz`` is
-        given (the trainer's rule). Afterwards this Model holds the run's best.pt (else its last.pt). Returns the ``TrainResult``."""
+        given (the trainer's rule). Afterwards this Model holds the run's best.pt (else its last.pt). Returns the
+        ``TrainResult``."""
         if self.kind in ("onnx", "engine"):
             raise ValueError(f"{self.source} is a deployed {self.kind} file; train from its .pt checkpoint.")
         from y9train.train import train

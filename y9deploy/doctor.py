@@ -16,9 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from y9deploy.doctor_verdicts import BackendVerdict, GpuInfo, verdicts
-from y9deploy.engine.flavour import (
-    RTX_TARGETS,  # GPUs TensorRT-RTX runs on, when tensorrt_rtx cannot be imported
-)
+from y9deploy.engine.flavour import RTX_TARGETS  # TensorRT-RTX's GPUs, when tensorrt_rtx cannot be imported
 
 
 @dataclass

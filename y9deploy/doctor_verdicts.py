@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from y9deploy.engine.flavour import (
-    RTX_TARGETS,  # GPUs TensorRT-RTX runs on, when tensorrt_rtx cannot be imported
-)
+from y9deploy.engine.flavour import RTX_TARGETS  # TensorRT-RTX's GPUs, when tensorrt_rtx cannot be imported
 
 
 @dataclass

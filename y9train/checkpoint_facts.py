@@ -56,12 +56,11 @@ def training_size(model: Any) -> tuple[int, str]:
     """The size a run trains ``model`` at when none is given, and why: the longer side of the size a loaded
     checkpoint was trained at (its facts, else ``meta["imgsz"]``), rounded up to a multiple of 32; else
     ``DEFAULT_IMGSZ`` (a fresh network, or a checkpoint that records none)."""
-    meta = dict(getattr(model, "meta", None) or {})
-    raw = meta.get("facts")
-    hw = tuple(raw["imgsz"]) if isinstance(raw, Mapping) and "imgsz" in raw else recorded_imgsz(meta)
-    if not hw:
+    meta = getattr(model, "meta", None) or {}
+    if "facts" not in meta and recorded_imgsz(meta) is None:
         return DEFAULT_IMGSZ, "the default"
-    side = -(-max(int(v) for v in hw) // 32) * 32
+    hw = facts_of(model).imgsz
+    side = -(-max(hw) // 32) * 32
     return side, f"the size it was trained at ({hw[0]}x{hw[1]})"
 
 

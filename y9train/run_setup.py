@@ -85,13 +85,18 @@ def run_folder_of(last: Path) -> Path:
     return last.parent.parent
 
 
+def _named_folder(cfg) -> tuple[Path, str] | None:
+    """A new run's folder as the user named it, and how (``save_dir``, else ``project/name``); None: numbered."""
+    if cfg.save_dir:
+        return Path(cfg.save_dir), "save_dir"
+    return (Path(cfg.project) / cfg.name, "--name") if cfg.name else None
+
+
 def check_run_dir(cfg) -> None:
     """Before the set-up: a new run's named folder that ``open_run_dir`` would refuse is refused now, so the user
     does not wait for the model and data first (nothing is created)."""
-    if cfg.save_dir or cfg.name:
-        explicit = Path(cfg.save_dir) if cfg.save_dir else Path(cfg.project) / cfg.name
-        check_output_dir(explicit, exist_ok=cfg.exist_ok, inputs=[cfg.data],
-                         option="--name" if not cfg.save_dir else "save_dir")  # fmt: skip
+    if (named := _named_folder(cfg)) is not None:
+        check_output_dir(named[0], exist_ok=cfg.exist_ok, inputs=[cfg.data], option=named[1])
 
 
 def open_run_dir(cfg, resumed: Path | None, warn) -> tuple[Path, RunLock]:
@@ -102,10 +107,8 @@ def open_run_dir(cfg, resumed: Path | None, warn) -> tuple[Path, RunLock]:
     new numbered folder ``project/exp``, ``exp2`` ... (``y9core.run_dir``)."""
     if resumed is not None:
         path = run_folder_of(resumed)
-    elif cfg.save_dir or cfg.name:
-        explicit = Path(cfg.save_dir) if cfg.save_dir else Path(cfg.project) / cfg.name
-        run = resolve_output_dir(explicit, task="exp", exist_ok=cfg.exist_ok, inputs=[cfg.data],
-                                 option="--name" if not cfg.save_dir else "save_dir")  # fmt: skip
+    elif (named := _named_folder(cfg)) is not None:
+        run = resolve_output_dir(named[0], task="exp", exist_ok=cfg.exist_ok, inputs=[cfg.data], option=named[1])
         path = run.path
         if run.earlier:
             warn(run.reuse_note("its checkpoints, results.csv and steps.csv are replaced by this run's"))
