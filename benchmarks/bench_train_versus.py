@@ -14,6 +14,9 @@ How each figure is taken (``<out>/<trainer>/timing.json``, then ``<out>/versus.j
   ``on_train_epoch_start`` to ``on_train_epoch_end``), validation excluded for both (y9's first validation is
   reported beside it);
 - steady img/s: the median over epochs 3 and later (2 and later for runs under 4 epochs) of train images / epoch time;
+- after the last epoch: the parent's measure of the whole child less the process age at the end of the last epoch
+  (y9: its ``timing.json``, start + epochs; Ultralytics: its last ``on_fit_epoch_end``, after its validation): the
+  final validation, pictures, files and the process's exit;
 - peak GPU memory: ``torch.cuda.max_memory_allocated`` in the trainer's process at its end (None on CPU).
 Each trainer runs with its own defaults for everything the command line does not set; ``--set k=v`` reaches y9 only.
 ``--dry``: a CPU run on a slice of the data (``--images``), gelan-t / yolov9t at 160 px for 2 epochs, batch 4: it
@@ -69,13 +72,15 @@ def child_y9(args, out: Path) -> dict:
     )  # fmt: skip
     wall = process_age()
     startup = json.loads((result.save_dir / "startup.json").read_text())
+    timing = json.loads((result.save_dir / "timing.json").read_text())  # y9train.run_timing: every phase
     rows = read_csv(result.save_dir / "results.csv")
     return {
         "trainer": "y9", "wall_s": wall, "to_first_step_s": startup["totals"].get("to_first_step"),
         "first_epoch_s": rows[0]["time_s"], "first_validation_s": rows[0].get("val_s"),
         "epoch_s": [r["time_s"] for r in rows], "steady_img_s": steady([r["img_s"] for r in rows]),
         "peak_gpu_gb": peak_memory_gb(), "startup": startup, "epochs": len(rows),
-        "final_map50_95": rows[-1].get("metrics/map50_95"),
+        "final_map50_95": rows[-1].get("metrics/map50_95"), "timing": timing,
+        "end_of_epochs_s": timing["totals"]["start"] + timing["totals"]["epochs"],
     }  # fmt: skip
 
 
@@ -86,7 +91,7 @@ def child_ultralytics(args, out: Path) -> dict:
     ultralytics_env(out / "ultralytics_config")
     from ultralytics import YOLO  # a reference, not a dependency of y9
 
-    marks: dict[str, list[float]] = {"epoch_start": [], "epoch_end": [], "first_batch": []}
+    marks: dict[str, list[float]] = {"epoch_start": [], "epoch_end": [], "first_batch": [], "fit_epoch_end": []}
     images = {"n": 0}
 
     def on_epoch_start(trainer):
@@ -101,6 +106,7 @@ def child_ultralytics(args, out: Path) -> dict:
     model.add_callback("on_train_epoch_start", on_epoch_start)
     model.add_callback("on_train_batch_start", on_batch_start)
     model.add_callback("on_train_epoch_end", lambda t: marks["epoch_end"].append(process_age()))
+    model.add_callback("on_fit_epoch_end", lambda t: marks["fit_epoch_end"].append(process_age()))  # validated
     device = "cpu" if args.device == "cpu" else (args.device or 0)
     model.train(
         data=str(Path(args.data).resolve()), epochs=args.epochs, batch=args.batch, imgsz=args.imgsz,
@@ -115,6 +121,7 @@ def child_ultralytics(args, out: Path) -> dict:
         "first_epoch_s": epochs[0] if epochs else None, "epoch_s": epochs,
         "steady_img_s": steady([images["n"] / s for s in epochs]) if epochs else None,
         "peak_gpu_gb": peak_memory_gb(), "epochs": len(epochs),
+        "end_of_epochs_s": marks["fit_epoch_end"][-1] if marks["fit_epoch_end"] else None,
     }  # fmt: skip
 
 
@@ -162,14 +169,14 @@ def print_table(rows: list[dict]) -> None:
         return format(v, spec) if isinstance(v, (int, float)) else "-"
 
     print(f"{'trainer':<12} {'wall s':>8} {'child s':>8} {'to 1st step s':>14} {'epoch 1 s':>10} "
-          f"{'steady img/s':>13} {'peak GPU GB':>12}")  # fmt: skip
+          f"{'steady img/s':>13} {'after last epoch s':>19} {'peak GPU GB':>12}")  # fmt: skip
     for r in rows:
         if "skipped" in r:
             print(f"{r['trainer']:<12} skipped: {r['skipped']}")
             continue
         print(f"{r['trainer']:<12} {f(r['wall_s'], '8.1f')} {f(r['child_wall_s'], '8.1f')} "
               f"{f(r['to_first_step_s'], '14.1f')} {f(r['first_epoch_s'], '10.1f')} {f(r['steady_img_s'], '13.1f')} "
-              f"{f(r['peak_gpu_gb'], '12.1f')}")  # fmt: skip
+              f"{f(r.get('after_last_epoch_s'), '19.1f')} {f(r['peak_gpu_gb'], '12.1f')}")  # fmt: skip
 
 
 def run_parent(args) -> int:
@@ -189,6 +196,8 @@ def run_parent(args) -> int:
             continue
         row = json.loads((args.out / trainer / "timing.json").read_text())
         row["child_wall_s"] = time.perf_counter() - t0
+        if row.get("end_of_epochs_s") is not None:  # from the last epoch's end to the process's exit
+            row["after_last_epoch_s"] = row["child_wall_s"] - row["end_of_epochs_s"]
         rows.append(row)
     done = {r["trainer"]: r for r in rows if "skipped" not in r}
     ratio = done["y9"]["wall_s"] / done["ultralytics"]["wall_s"] if {"y9", "ultralytics"} <= done.keys() else None

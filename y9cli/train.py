@@ -183,6 +183,8 @@ def train_command(
     callbacks = {"on_pretrain_routine_start": [progress.started]}  # the run folder as soon as it is taken
     result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
+        if result.timing is not None:  # timing.json gets the time after fit too, up to the interpreter's exit
+            result.timing.record_exit(result.save_dir)
         typer.echo(summary(result))
 
 

@@ -115,6 +115,11 @@ class StartupClock:
         self._last = time.perf_counter()
         self.started_first_step: float | None = None  # seconds from process start to the first step's forward
 
+    @property
+    def last_mark(self) -> float:
+        """``time.perf_counter()`` at the last lap: where the next phase (or ``y9train.run_timing``'s chain) begins."""
+        return self._last
+
     def set_device(self, device: torch.device) -> None:
         self.device = device
 

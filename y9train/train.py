@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
+        if result.timing is not None:  # timing.json gets the time after fit too, up to the interpreter's exit
+            result.timing.record_exit(result.save_dir)
         print(summary(result), flush=True)
 
 

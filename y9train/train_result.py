@@ -18,6 +18,8 @@ class TrainResult:
         steps: optimiser steps; stopped_early: patience ran out.
         history: one dict per finished epoch (the rows of results.csv).
         profile: per-batch phase times in ms (``config.profile``), else empty.
+        timing: the run's ``y9train.run_timing.RunTiming`` (``timing.json``); a command line whose process ends with
+            the run calls its ``record_exit`` so that the record also holds the time after ``fit``.
     """
 
     save_dir: Path | None
@@ -31,6 +33,7 @@ class TrainResult:
     stopped_early: bool
     history: list[dict[str, Any]] = field(default_factory=list)
     profile: list[dict[str, float]] = field(default_factory=list)
+    timing: Any = field(default=None, repr=False)
 
 
 def result_of(trainer, stopped: bool = False) -> TrainResult:
@@ -48,4 +51,5 @@ def result_of(trainer, stopped: bool = False) -> TrainResult:
         stopped_early=stopped,
         history=list(trainer.history),
         profile=trainer.timer.collect() if trainer.config.profile else [],
+        timing=getattr(trainer, "timing", None),
     )

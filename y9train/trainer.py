@@ -31,21 +31,20 @@ from typing import Any
 import torch
 
 from y9core.deferred_signals import deferred_signals
-from y9core.wording import plural
 from y9train.checkpoint_writer import CheckpointWriter
 from y9train.determinism import AlgorithmChoice, algorithm_choice
 from y9train.divergence import check_finite_weights
 from y9train.hooks import EVENTS, StopTraining, TrainHooks
 from y9train.hyp import TrainConfig, apply_overrides
-from y9train.plots import plot_run
 from y9train.previews import TrainingPreviews
 from y9train.reporting import Reporter, StepLog
+from y9train.run_end import finish_run
 from y9train.run_setup import check_run_dir, open_run_dir
+from y9train.run_timing import RunTiming
 from y9train.startup import BackgroundImports, StartupClock
 from y9train.train_result import TrainResult, result_of
 from y9train.train_state import check_resume_epochs, read_train_state, restore_run, snapshot_run, write_run
 from y9train.trainer_setup import TrainerSetup
-from y9train.val_files import write_training_val_report
 
 _NAN = float("nan")
 
@@ -117,6 +116,7 @@ class Trainer(TrainerSetup):
         ``self.startup`` (``y9train.startup``: ``startup.json`` in the run folder)."""
         cfg, hooks = self.config, self.hooks
         clock = self.startup = StartupClock()
+        self.timing = RunTiming(clock)
         if hooks.is_main and cfg.save and not self._resume:
             check_run_dir(cfg)  # a named folder that holds a run: refused before the set-up, not after it
         imports = BackgroundImports()  # the optimiser's imports, beside device, model and data set-up
@@ -146,16 +146,6 @@ class Trainer(TrainerSetup):
             self.reporter.info(choice.describe())
         self.reporter.info(self.describe_run())
 
-    def describe_run(self) -> str:
-        """One line of what this run is: model, data, size, batch, epochs, device, folder (after ``setup``)."""
-        cfg, n, params = self.config, len(self.train_ds), sum(p.numel() for p in self.model.parameters())
-        images = (f"{n} train and {len(self.val_ds)} val images" if self.val_ds is not None
-                  else f"{plural(n, 'train image')} (no validation)")  # fmt: skip
-        where = f"; writing {self.save_dir}" if self.save_dir is not None else "; nothing saved"
-        start = f"from epoch {self.start_epoch + 1} of {cfg.epochs}" if self.start_epoch else plural(cfg.epochs, "epoch")
-        return (f"{cfg.model} ({params:,} parameters): {images} at {cfg.imgsz} px, batch {cfg.batch}, {start}, on "
-                f"{self.device}{where}")  # fmt: skip
-
     def will_step(self, batch: int) -> bool:
         """Whether the next batch to run, index ``batch`` of the current epoch, ends with an optimiser step
         (known before its forward: a distributed wrapper syncs gradients on exactly those batches)."""
@@ -172,13 +162,16 @@ class Trainer(TrainerSetup):
         except BaseException:
             self.release_run_dir()
             raise
-        cfg, stopped = self.config, False
+        cfg, stopped, timing = self.config, False, self.timing
+        timing.setup_done()
         self._fire("on_train_start")
         try:
             for epoch in range(self.start_epoch, cfg.epochs):
                 self.epoch = epoch
+                timing.start_epoch(epoch)
                 self._fire("on_epoch_start")
                 record = self.train_epoch(epoch)
+                timing.lap("train")
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
                 check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name or "the run"))
                 if self.averager.take(epoch, self.ema.module):
@@ -186,6 +179,7 @@ class Trainer(TrainerSetup):
                                        "epochs' EMA weights")  # fmt: skip
                 if self.val_loader is not None:
                     record.update(self._validate())
+                timing.lap("validate")
                 if self.hooks.is_main:  # the start's record: startup.json after epochs 1 and 2, one log line
                     capture = self.graphed.capture_seconds if self.graphed is not None else None
                     self.startup.end_epoch(epoch - self.start_epoch, record, graph_capture=capture,
@@ -193,6 +187,9 @@ class Trainer(TrainerSetup):
                 stopped = self._end_epoch(epoch, record)
                 self.hooks.barrier()
                 self._fire("on_epoch_end")
+                if self.hooks.is_main:
+                    timing.lap("end")
+                    timing.write(self.save_dir)  # every epoch: a killed run keeps its record
                 if stopped:
                     self.reporter.info(
                         f"early stop: no better fitness for {cfg.hyp.patience} epochs (best: epoch "
@@ -202,23 +199,16 @@ class Trainer(TrainerSetup):
         except StopTraining:
             pass
         except BaseException:  # the training error wins over a failed background write (reported)
-            self.writer.close_reporting(self.reporter.warn)
+            finish_run(self, failing=True)
             raise
-        finally:
-            try:
-                self.writer.close()
-            finally:
-                self.algorithms_found.apply()
-                self.previews.close(self.reporter.warn)
-                self.reporter.close()
-                if cfg.plots:
-                    plot_run(self.save_dir, bool(self.history), self.reporter)
-                write_training_val_report(self.save_dir, self.best_val, self.best_epoch, {"data": cfg.data,
-                                          "model": cfg.model, "imgsz": cfg.imgsz}, self.reporter,
-                                          pictures=cfg.plots)  # fmt: skip
-                self.release_run_dir()
+        finish_run(self, failing=False)
         self._fire("on_train_end")
-        return self.result(stopped)
+        result = self.result(stopped)
+        self.timing.fit_returned()
+        if self.hooks.is_main:
+            self.reporter.info(self.timing.summary())
+            self.timing.write(self.save_dir)
+        return result
 
     def release_run_dir(self) -> None:
         """Let another process write the run folder (the lock ``setup`` took); nothing when none was taken."""

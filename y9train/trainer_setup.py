@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from y9core.wording import plural
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
@@ -108,3 +109,13 @@ class TrainerSetup:
         )  # fmt: skip
         self.train_model = self.graphed or hooks.wrap_model(net)
         self.timer = StepTimer(self.device, enabled=cfg.profile)
+
+    def describe_run(self) -> str:
+        """One line of what this run is: model, data, size, batch, epochs, device, folder (after ``setup``)."""
+        cfg, n, params = self.config, len(self.train_ds), sum(p.numel() for p in self.model.parameters())
+        images = (f"{n} train and {len(self.val_ds)} val images" if self.val_ds is not None
+                  else f"{plural(n, 'train image')} (no validation)")  # fmt: skip
+        where = f"; writing {self.save_dir}" if self.save_dir is not None else "; nothing saved"
+        start = f"from epoch {self.start_epoch + 1} of {cfg.epochs}" if self.start_epoch else plural(cfg.epochs, "epoch")
+        return (f"{cfg.model} ({params:,} parameters): {images} at {cfg.imgsz} px, batch {cfg.batch}, {start}, on "
+                f"{self.device}{where}")  # fmt: skip

@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import cv2
 import pytest
@@ -16,6 +17,7 @@ import torch
 from typer.testing import CliRunner
 
 from tests.conftest import REPO, shared_path
+from tests.train.test_run_timing import check_timing_record
 from tests.train.test_startup import check_startup_record
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
 from y9train.checkpoint import load_checkpoint, read_checkpoint
@@ -29,9 +31,12 @@ def test_y9_train_cli_on_coco8_writes_last_and_best_then_resumes(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "y9cli", "train", "--data", str(data), "--model", "gelan-t",
            "--imgsz", "160", "--epochs", "2", "--batch", "4", "--project", str(tmp_path), "--name", "run"]  # fmt: skip
+    t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+    wall = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = tmp_path / "run"
+    check_timing_record(run, wall, epochs=2)  # every second of the process, to its exit (test_run_timing.py)
     last, best = run / "weights" / "last.pt", run / "weights" / "best.pt"
     state = read_checkpoint(last)["train"]  # torch.load(weights_only=True) reads the whole training state
     assert state["epoch"] == 1 and len(state["history"]) == 2
