@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from y9core.errors import RulesFileError
-from y9deploy.pipelines.counting import CountLine
-from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
-from y9deploy.pipelines.regions import Region
+from y9deploy.pipelines.inspection.frame_rules import ClassThreshold, Rule, Thresholds
+from y9deploy.tracking.counting import CountLine
+from y9deploy.tracking.regions import Region
 
 DEFAULT_WINDOW_S = 60.0  # one verdict per minute of a video or stream: max: N reads "at most N per minute"
 

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from y9deploy.pipelines.counting import CountSummary
-from y9deploy.pipelines.inspection_gate import Gate, WindowVerdict, gate_rules, region_zone, seconds_text
-from y9deploy.pipelines.inspection_ruleset import RuleSet
-from y9deploy.pipelines.sources import is_url, url_kind
-from y9deploy.pipelines.track_run import SourceTracking, TrackOptions, frame_time
-from y9deploy.pipelines.tracking import TrackerKind
-from y9deploy.pipelines.video import VIDEO_SUFFIXES, FrameReader, ReconnectPolicy, is_live
+from y9deploy.pipelines.inspection.gate import Gate, WindowVerdict, gate_rules, region_zone, seconds_text
+from y9deploy.pipelines.inspection.ruleset import RuleSet
+from y9deploy.pipelines.sources.frame_reader import VIDEO_SUFFIXES, FrameReader, ReconnectPolicy, is_live
+from y9deploy.pipelines.sources.kinds import is_url, url_kind
+from y9deploy.tracking.counting import CountSummary
+from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions, frame_time
+from y9deploy.tracking.tracker import TrackerKind
 
 
 @dataclass

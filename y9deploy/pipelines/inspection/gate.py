@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from y9core.wording import plural
-from y9deploy.pipelines.counting import CountLine, Zone
-from y9deploy.pipelines.inspection import Rule, Thresholds
-from y9deploy.pipelines.inspection_ruleset import RuleSet
-from y9deploy.pipelines.regions import Region
-from y9deploy.pipelines.tracking import TrackedDetections
+from y9deploy.pipelines.inspection.frame_rules import Rule, Thresholds
+from y9deploy.pipelines.inspection.ruleset import RuleSet
+from y9deploy.tracking.counting import CountLine, Zone
+from y9deploy.tracking.regions import Region
+from y9deploy.tracking.tracker import TrackedDetections
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 EDGE = 1e-9  # a frame within this fraction of a window of its end belongs to the next window (float rounding)
