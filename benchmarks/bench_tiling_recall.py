@@ -59,8 +59,8 @@ def main() -> int:
     from y9core.data.labels import load_labels
     from y9core.data.yaml_config import load_data_yaml
     from y9deploy import Detector
+    from y9deploy.pipelines.tiling import predict_tiled
     from y9deploy.pipelines.tiling.recall import matched_ground_truth
-    from y9deploy.pipelines.tiling.sliced import predict_tiled
     from y9deploy.runtime.image_file import read_image
 
     cfg = load_data_yaml(args.data, require=(args.split,))

@@ -208,7 +208,7 @@ def _tiling(tile: int | None, overlap: float, full_frame: bool, merge: Merge, me
     """The ``TileOptions`` of ``--tile`` and its companions (None: whole frames)."""
     if tile is None:
         return None
-    from y9deploy.pipelines.tiling.sliced import TileOptions
+    from y9deploy.pipelines.tiling import TileOptions
 
     return TileOptions(tile=tile, overlap=overlap, full_frame=full_frame, merge=merge.value, iou=merge_iou)
 

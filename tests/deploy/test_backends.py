@@ -57,7 +57,8 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
         import y9core.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
         import y9deploy.pre.torch_letterbox, y9deploy.pipelines.predict.run, y9deploy.pipelines.sources.frame_reader
-        import y9deploy.pipelines.tiling.sliced, y9deploy.pipelines.tiling.recall, y9deploy.pipelines.predict.results
+        import y9deploy.pipelines.tiling, y9deploy.pipelines.tiling.recall, y9deploy.pipelines.predict.results
+        import y9deploy.tracking.source_tracking, y9deploy.pipelines.inspection.run
         from y9deploy import Detector
         with Detector({str(tiny)!r}, conf=0.5) as det:
             dets = det.predict(cv2.imread({str(IMAGES[0])!r}))

@@ -10,7 +10,7 @@ from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx, reference_nms
 from y9deploy import Detections, Detector
 from y9deploy.pipelines.inspection.frame_rules import Rule, inspect
-from y9deploy.pipelines.tiling.sliced import merge_detections, predict_tiled, tile_grid
+from y9deploy.pipelines.tiling import merge_detections, predict_tiled, tile_grid
 
 
 @pytest.mark.parametrize(
