@@ -152,12 +152,8 @@ class Detector:
         if notice is not None:
             warnings.warn(notice, FactsWarning, stacklevel=3)
         self.end2end: bool = bool(self.backend.end2end)
-        self.defaults: PredictOptions = resolve_options(
-            None,
-            dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic),
-            nc=len(self.names),
-            end2end=self.end2end,
-        )
+        given = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic)
+        self.defaults: PredictOptions = resolve_options(None, given, nc=len(self.names), end2end=self.end2end)
         try:
             self._pipeline = build_pipeline(
                 self.backend, self.info, preprocess=preprocess, postprocess=postprocess, stream=stream
@@ -371,7 +367,9 @@ class Detector:
     def _predict_unguarded(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
-        opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
+        opts = self.defaults  # checked once, in _setup
+        if overrides:
+            opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
         frames, single = self._frames(source)
         results: list[Any] = []
         for start, stop, padded in batch_chunks(len(frames), self.backend.batch_range):
