@@ -41,7 +41,7 @@ def _named(text: str) -> tuple[str | None, str]:
 
 
 def track_options(track: Tracker | None, lines: list[str] | None, zones: list[str] | None):
-    """The options -> ``track_run.TrackOptions`` (None: no tracking). Raises ValueError with one sentence
+    """The options -> ``source_tracking.TrackOptions`` (None: no tracking). Raises ValueError with one sentence
     naming a bad line or zone."""
     if track is None and not lines and not zones:
         return None

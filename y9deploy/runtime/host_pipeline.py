@@ -38,8 +38,9 @@ class HostPipeline:
         self.letterbox = spec.kwargs()  # decided once: the model's letterbox arguments for every batch
         self.extras = tuple(backend.extras)  # an end-to-end model's NMS inputs (none for a raw model)
         self.names = list(names)
+        # numpy outputs: never the CUDA-graph implementation, so the rule sees the same facts for every batch
         self.post_runner = PostRunner(nc=len(self.names), names=self.names, end2end=bool(backend.end2end),
-                                      option=postprocess)  # fmt: skip
+                                      option=postprocess, graphs=False)  # fmt: skip
         self.blob: np.ndarray | None = None  # the reused input buffer
 
     @property

@@ -65,7 +65,7 @@ def track_stream(results: Any, tracker: str, fps: float) -> Any:
 
 
 def frame_time(frame: Any, fps: float, live: bool) -> float:
-    """The time (seconds) a ``video.Frame`` stands for: capture time for a live source, else ``index / fps``."""
+    """The time (seconds) a ``frame_reader.Frame`` stands for: capture time for a live source, else ``index / fps``."""
     return float(frame.captured) if live else frame.index / float(fps)
 
 

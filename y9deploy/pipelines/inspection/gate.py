@@ -88,7 +88,7 @@ def seconds_text(t: float) -> str:
 
 @dataclass
 class WindowVerdict:
-    """The verdict on one window of a video or stream (an audit item, as ``inspection_run.ItemVerdict``).
+    """The verdict on one window of a video or stream (an audit item, as ``run.ItemVerdict``).
 
     ``counts``: rule -> count; ``detections``: what was counted, one dict per crossing (``rule``, ``line``,
     ``direction``, ``track_id``, ``class_name``, ``time_s``) or per track (``rule``, ``region``, ``track_id``,

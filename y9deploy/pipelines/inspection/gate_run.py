@@ -3,12 +3,12 @@
     result = run_gate("rtsp://cam/gate", detector, load_rules("gate.yaml"), emit=audit.write)
     result.windows, result.counts.lines["gate"]
 
-Frames come through ``video.FrameReader`` with its policies: ``latest`` for streams and cameras (only the newest
+Frames come through ``frame_reader.FrameReader`` with its policies: ``latest`` for streams and cameras (only the newest
 frame waits for the model; older ones are dropped and counted), ``queue`` for files (every frame, in order). The
 detections of each frame that meet the file's thresholds are tracked and counted on the file's lines and regions
-(``track_run.SourceTracking``; the tracker is told each frame's time, a file's ``index / fps`` or a live source's
+(``source_tracking.SourceTracking``; the tracker is told each frame's time, a file's ``index / fps`` or a live source's
 capture time, so frames dropped behind a slow model are a longer prediction step, not lost tracks), and
-``inspection_gate.Gate`` judges each window as soon as a frame of a later one arrives: ``emit`` gets its verdict at
+``gate.Gate`` judges each window as soon as a frame of a later one arrives: ``emit`` gets its verdict at
 once. The window in progress when the source ends, the run is stopped (``stop``) or fails is judged too (partial).
 """
 

@@ -11,14 +11,14 @@
       - {name: no scratch on the left, region: left, classes: [scratch], max: 0}
       - {name: one screw in the corner, region: corner, classes: [screw], min: 1, max: 1}
 
-Videos and streams (a counting gate, ``inspection_gate``) add named counting ``lines:`` (``gate: [x1, y1, x2, y2]``),
+Videos and streams (a counting gate, ``gate``) add named counting ``lines:`` (``gate: [x1, y1, x2, y2]``),
 rules on a line (``{name: ..., line: gate, direction: in, max: 30}``: crossings per window) and ``window_s`` (the
 seconds of one verdict, default 60).
 
 ``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
 sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.yaml_load`` (its size
 and alias limits); a polygon has at most ``MAX_POLYGON_POINTS`` points. Class names are checked against the model
-by ``RuleSet.bind(names)`` (``inspection_ruleset``), with the same ``file:line`` sentences.
+by ``RuleSet.bind(names)`` (``ruleset``), with the same ``file:line`` sentences.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ that a run stopped at any point keeps the verdicts of the items done:
 - ``audit.jsonl``: one JSON object per item: the same, plus the counted detections and the rules/model files.
 An item that cannot be read gets the verdict ``error`` (with the reason) and the run goes on.
 
-A video file, stream or camera is a counting gate (``inspection_gate``, ``inspection_stream``): one item per time
+A video file, stream or camera is a counting gate (``gate``, ``gate_run``): one item per time
 window of the rules file's ``window_s``, written as soon as the window ends; at the end one JSON line with the run's
 summary (``InspectionSummary.to_dict()``: windows, line totals, zone visits) is appended to ``summary.jsonl``.
 """
@@ -166,7 +166,7 @@ def run_inspection(
 
     ``source``: an image, a folder of images (one item each), or a video file, stream URL or camera index (a
     counting gate: one item per window; ``tracker``, ``policy``, ``reconnect``, ``max_frames``, ``stop`` and
-    ``on_warning`` as ``inspection_stream.run_gate``; ``on_item`` then gets ``WindowVerdict``s).
+    ``on_warning`` as ``gate_run.run_gate``; ``on_item`` then gets ``WindowVerdict``s).
     The rules file is read and checked (against the model's class names too) before any item is inspected; the
     detector keeps every detection that the lowest per-class ``min_conf`` admits, and the thresholds of the
     file decide per class.

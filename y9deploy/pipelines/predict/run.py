@@ -12,13 +12,13 @@ returns a ``PredictSummary``; ``y9 predict`` is a thin wrapper around it.
   everything done so far is on disk and ``summary.interrupted`` is True.
 - A write that fails (a full disk, a file-size limit) stops the run with an ``OSError`` naming the file: the JSON
   lines and CSV rows written until then are whole, and ``predictions.json`` is built from them when it can be.
-- Videos, streams and cameras go through ``video.FrameReader`` (reader thread, ``latest``/``queue`` policy,
+- Videos, streams and cameras go through ``frame_reader.FrameReader`` (reader thread, ``latest``/``queue`` policy,
   reconnects); ``batch`` frames at a time go through the Detector; ``tile`` runs sliced inference per frame.
-- ``track`` (``track_run.TrackOptions``): videos and streams are tracked (a ``track_id`` on every detection) and
+- ``track`` (``source_tracking.TrackOptions``): videos and streams are tracked (a ``track_id`` on every detection) and
   counted (lines, zones: ``counts`` in each JSON line, the totals in ``summary.counts`` and predictions.json);
   the annotated video shows ids, trails, lines and zones.
 
-The per-image and per-video loops of one run are ``predict_session.PredictSession``.
+The per-image and per-video loops of one run are ``session.PredictSession``.
 """
 
 from __future__ import annotations
@@ -151,9 +151,9 @@ def predict_source(
         final_json: build ``predictions.json`` from the JSON lines at the end.
         append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
             rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
-        save: YOLO label files, crops per class, COCO results (``prediction_files.SaveOptions``; needs save_dir).
+        save: YOLO label files, crops per class, COCO results (``files.SaveOptions``; needs save_dir).
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
-        track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
+        track: ``source_tracking.TrackOptions``: track (and count) the objects of videos and streams.
         stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
         on_frame: called after each frame with (source name, detections in it). on_warning: skip/reconnect messages.

@@ -1,10 +1,10 @@
 """The state one ``predict_source`` run shares between its images and videos, and the loops that feed them.
 
 ``PredictSession.images`` reads images ``batch`` at a time, ``PredictSession.video`` reads a video file, stream
-or camera through a ``video.FrameReader``; each frame's detections go to the ``ResultsWriter`` (one JSON line),
+or camera through a ``frame_reader.FrameReader``; each frame's detections go to the ``ResultsWriter`` (one JSON line),
 to the ``PredictionFiles`` (labels, crops, COCO rows) and, with an ``out_dir``, into an annotated copy whose name
 never resolves to an input file. An unreadable input is skipped and listed in the ``PredictSummary``.
-``batch_predict.predict_source`` makes one and fills its summary.
+``run.predict_source`` makes one and fills its summary.
 """
 
 from __future__ import annotations
