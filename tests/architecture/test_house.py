@@ -139,3 +139,17 @@ def test_an_old_path_that_is_now_a_package_keeps_its_names(old):
         module = importlib.import_module(old)
     missing = [n for n in KEPT_PATHS[old] if not hasattr(module, n)]
     assert not missing, f"{old} lost {missing}"
+
+
+def test_the_version_is_stated_once_in_python_and_agrees_with_the_distribution():
+    """``y9core.version`` is the one place the packages read it from; pyproject.toml states it for the installer."""
+    import tomllib
+
+    from y9core.version import __version__
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["version"] == __version__
+    import y9deploy
+    import y9train
+
+    assert y9deploy.__version__ is __version__ and y9train.__version__ is __version__
