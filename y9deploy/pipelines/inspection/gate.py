@@ -2,7 +2,7 @@
 
     rules, thresholds = gate_rules(ruleset, det.names)
     gate = Gate(rules, ruleset.window_s, "gate.mp4")
-    for each frame at time t:                        # tracked by track_run.SourceTracking (lines, zones of the file)
+    for each frame at time t:                        # tracked by source_tracking.SourceTracking
         for verdict in gate.add(tracking.step(kept, t), t):
             audit.write(verdict)                     # a window is judged once a frame of a later one arrives
     last = gate.finish()                             # the window in progress (partial), or None

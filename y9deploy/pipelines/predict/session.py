@@ -65,7 +65,7 @@ class PredictSession:
     batch: int
     warn: Callable[[str], None]
     on_frame: Callable[[str, int], None] | None
-    track: Any = None  # track_run.TrackOptions
+    track: Any = None  # y9deploy.tracking.source_tracking.TrackOptions
     files: PredictionFiles | None = None  # label files, crops, COCO rows
     used: set[str] = field(default_factory=set)
 
