@@ -6,8 +6,8 @@ submodule ``pkg.name`` when that is a module of the tree (else to ``pkg``), ``im
 prefix that is a module of the tree. Imports of other packages (numpy, torch) keep their top-level name.
 An import inside a function (at any depth) is ``lazy``; imports under ``if TYPE_CHECKING:`` never run and are
 left out, unless ``build_graph(..., typing=True)`` keeps them as ``typing`` edges (a cycle through annotations is
-still a knot a reader has to untie). Not seen: imports by string (``importlib.import_module(name)``, ``y9deploy.__init__``'s lazy names)
-and the implicit import of a module's parent packages.
+still a knot a reader has to untie). Not seen: imports by string (``importlib.import_module(name)``,
+``y9deploy.__init__``'s lazy names) and the implicit import of a module's parent packages.
 """
 
 from __future__ import annotations
