@@ -17,17 +17,13 @@ The tracks are rows of arrays; nothing loops over them in Python.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from y9core.box_iou import box_iou_matrix
 from y9core.errors import BackendUnavailableError
 from y9deploy.detections import Detections
-from y9deploy.pipelines.box_kalman import BoxKalman
-
-if TYPE_CHECKING:  # tracking.make_tracker builds this class: no import back at run time
-    from y9deploy.pipelines.tracking import TrackerOptions
+from y9deploy.tracking.box_kalman import BoxKalman
+from y9deploy.tracking.options import TrackerOptions
 
 SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
 
@@ -73,7 +69,7 @@ class ByteTracker:
         self.kalman = BoxKalman(form)
         self.camera = None
         if camera_motion:
-            from y9deploy.pipelines.camera_motion import CameraMotion
+            from y9deploy.tracking.camera_motion import CameraMotion
 
             self.camera = CameraMotion()
         self.reset()
