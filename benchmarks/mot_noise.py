@@ -11,9 +11,11 @@ tracker):
 - jitter: each edge moves by a normal draw of ``jitter`` times the box's width (x edges) or height (y edges);
 - score: each object has a base score drawn once in [0.5, 0.95] (noise-free: every score 0.9), plus a normal draw of
   ``score_sd`` per frame, clipped to [0.05, 0.99];
-- duplicate: with probability ``dup`` a kept box gets a second box overlapping it by IoU in [0.3, 0.6] (a shifted,
-  rescaled copy) scoring 0.55-0.85 times its score (a detector's duplicate that NMS at IoU 0.45-0.7 lets through:
-  the case of issue 45, a 0.57 duplicate at IoU 0.44 of a 0.8 box);
+- duplicate: a kept box has a second box overlapping it by IoU in [0.3, 0.6] (a shifted, rescaled copy) scoring
+  0.55-0.85 times its score (a detector's duplicate that NMS at IoU 0.45-0.7 lets through: the case of issue 45, a
+  0.57 duplicate at IoU 0.44 of a 0.8 box) in a fraction ``dup`` of the frames. Duplicates persist as a
+  detector's do: once there, one goes on in the next frame with probability ``DUP_KEEP`` at the same place
+  relative to its object (shape and score ratio kept), so runs of several frames are the rule;
 - false positive: a Poisson number (mean ``fp``) of boxes per frame, of the sizes of the sequence's ground-truth
   boxes, anywhere in the frame, scoring uniformly in [0.1, 0.6].
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+DUP_KEEP = 0.8  # a duplicate goes on in the next frame with this probability (mean run: 5 frames)
 SEQUENCES = {"TUD-Campus": (640, 480, 25.0), "TUD-Stadtmitte": (640, 480, 25.0)}  # width, height, fps
 
 
@@ -85,17 +88,21 @@ def _iou_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / (area(a) + area(b) - inter)
 
 
-def duplicate_of(box: np.ndarray, rng: np.random.Generator, lo: float = 0.3, hi: float = 0.6) -> np.ndarray:
-    """A box overlapping ``box`` (xyxy) by an IoU in [lo, hi]: a shifted, rescaled copy (rejection sampling)."""
-    w, h = box[2] - box[0], box[3] - box[1]
-    c = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+def apply_offset(box: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``box`` (xyxy) moved and rescaled by ``offset`` (centre shift and size ratio, in units of its size)."""
+    wh = box[2:] - box[:2]
+    c = (box[:2] + box[2:]) / 2 + offset[:2] * wh
+    s = offset[2:] * wh
+    return np.concatenate([c - s / 2, c + s / 2])
+
+
+def duplicate_offset(box: np.ndarray, rng: np.random.Generator, lo: float = 0.3, hi: float = 0.6) -> np.ndarray:
+    """An offset (``apply_offset``) that makes a box overlapping ``box`` by an IoU in [lo, hi] (rejection sampling)."""
     for _ in range(100):
-        s = rng.uniform(0.6, 1.3, 2) * [w, h]
-        cc = c + rng.uniform(-0.5, 0.5, 2) * [w, h]
-        cand = np.concatenate([cc - s / 2, cc + s / 2])
-        if lo <= _iou_pairs(box[None], cand[None])[0] <= hi:
-            return cand
-    return np.array([box[0] + 0.4 * w, box[1], box[2] + 0.4 * w, box[3]])  # IoU 0.43 when all tries failed
+        off = np.concatenate([rng.uniform(-0.5, 0.5, 2), rng.uniform(0.6, 1.3, 2)])
+        if lo <= _iou_pairs(box[None], apply_offset(box, off)[None])[0] <= hi:
+            return off
+    return np.array([0.4, 0.0, 1.0, 1.0])  # IoU 0.43 when all tries failed
 
 
 def make_detections(seq: Sequence, level: Level, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -105,6 +112,8 @@ def make_detections(seq: Sequence, level: Level, seed: int) -> list[tuple[np.nda
     noisy = level.name != "none"
     base = dict(zip(all_ids.tolist(), rng.uniform(0.5, 0.95, len(all_ids)) if noisy else np.full(len(all_ids), 0.9)))
     sizes = np.concatenate([b[:, 2:] - b[:, :2] for _, b in seq.frames])
+    dups: dict[int, tuple[np.ndarray, float]] = {}
+    start_p = (1 - DUP_KEEP) * level.dup / (1 - level.dup)  # so that a fraction ``dup`` of the frames has one
     out = []
     for ids, xyxy in seq.frames:
         keep = rng.random(len(ids)) >= level.miss
@@ -114,10 +123,16 @@ def make_detections(seq: Sequence, level: Level, seed: int) -> list[tuple[np.nda
         score = np.array([base[i] for i in ids.tolist()]) + rng.normal(0, level.score_sd, len(ids))
         score = np.clip(score, 0.05, 0.99)
         boxes, scores = [box], [score]
-        dup = rng.random(len(box)) < level.dup
-        if dup.any():
-            boxes.append(np.stack([duplicate_of(b, rng) for b in box[dup]]))
-            scores.append(score[dup] * rng.uniform(0.55, 0.85, int(dup.sum())))
+        for i, b, sc in zip(ids.tolist(), box, score):  # duplicates: (offset, score ratio) per object while on
+            on = dups.get(i)
+            if on is not None and rng.random() >= DUP_KEEP:
+                del dups[i]
+                on = None
+            if on is None and level.dup and rng.random() < start_p:
+                on = dups[i] = (duplicate_offset(b, rng), rng.uniform(0.55, 0.85))
+            if on is not None:
+                boxes.append(apply_offset(b, on[0])[None])
+                scores.append(np.array([sc * on[1]]))
         nfp = rng.poisson(level.fp) if level.fp else 0
         if nfp:
             s = sizes[rng.integers(0, len(sizes), nfp)]
