@@ -4,18 +4,18 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
 1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
 2. confirmed tracks (tracked or lost) are matched to the high-score detections (``score >= high_conf``) by the
-   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched); a lost track's
-   cost counts ``LOST_RATE`` more per frame lost in the assignment, so that it yields to a tracked one at about the
-   same overlap;
+   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched); in the choice (not
+   in what may match) a lost track's cost counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked
+   one at about the same overlap, and a detection of another class than the track began with ``CLASS_BIAS`` more;
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
 4. the high-score detections left that overlap one the confirmed tracks took by IoU > ``SHADOW_IOU`` with a lower
-   score (below ``SHADOW_RATIO`` times its) are the detector's duplicates of it: they take no further part;
-   unconfirmed tracks (one frame old) are matched to the high-score detections left (cost at most 0.7) and
-   confirmed, or dropped;
+   score (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, are the detector's duplicates of it:
+   they take no further part; unconfirmed tracks (one frame old) are matched to the high-score detections left
+   (cost at most 0.7) and confirmed, or dropped;
 5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the
-   first frame only (where the duplicates of other detections start none); lost tracks not seen for longer than ``lost_seconds`` end; of a tracked and a lost track
-   whose boxes overlap by IoU > 0.95 the younger one ends.
+   first frame only (where the duplicates of other detections start none); lost tracks not seen for longer than
+   ``lost_seconds`` end; of a tracked and a lost track whose boxes overlap by IoU > 0.95 the younger one ends.
 The tracks are rows of arrays; nothing loops over them in Python.
 """
 
@@ -39,10 +39,10 @@ SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
 # a track lost behind another object, predicted along with it, no longer takes that object's detection (issue 45).
 LOST_RATE = 0.01
 # A high-score detection left over after the confirmed tracks took theirs is a duplicate of one they took when it
-# overlaps it by IoU > SHADOW_IOU and scores below SHADOW_RATIO times its score: it starts no track and confirms none
-# (issue 45: a 0.57 duplicate at IoU 0.44 of a real box became a second track and a second line crossing).
-# ... and, whatever its score, when it overlaps it by IoU > SAME_BOX_IOU: the same box (e.g. the object under a
-# second class, which class-aware NMS keeps).
+# overlaps it by IoU > SHADOW_IOU and scores below SHADOW_RATIO times its score, or, whatever its score, by IoU >
+# SAME_BOX_IOU (the same box: e.g. the object under a second class, which class-aware NMS keeps): it starts no track
+# and confirms none (issue 45: a 0.57 duplicate at IoU 0.44 of a real box became a second track and a second line
+# crossing).
 SHADOW_IOU, SHADOW_RATIO, SAME_BOX_IOU = 0.3, 0.85, 0.7
 # A track prefers a detection of the class it began with: in the first round's choice a detection of another class
 # counts this much more (what may match is unchanged: a class that flickers keeps its track).
@@ -201,7 +201,8 @@ class ByteTracker:
         if not len(rest) or not len(taken):
             return rest
         iou = np.where(rest[:, None] == taken[None, :], 0.0, _iou(xyxy[rest], xyxy[taken]))  # not itself
-        shadow = ((iou > SHADOW_IOU) & (score[rest, None] < SHADOW_RATIO * score[None, taken])) | (iou > SAME_BOX_IOU)
+        weaker = score[rest, None] < SHADOW_RATIO * score[None, taken]
+        shadow = ((iou > SHADOW_IOU) & weaker) | (iou > SAME_BOX_IOU)
         return rest[~shadow.any(1)]
 
     def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cls: np.ndarray, cand: np.ndarray, first: bool,
