@@ -69,7 +69,7 @@ def hota_combined(results: dict[str, dict]) -> float:
 def counting_geometry(width: int, height: int):
     """The benchmark's counting rules for a frame of ``width`` x ``height``: a vertical line through the middle
     (pedestrians walk sideways) and a zone over the middle half of the frame."""
-    from y9deploy.pipelines.counting import CountLine, Zone
+    from y9deploy.tracking.counting import CountLine, Zone
 
     line = CountLine.parse(f"{width / 2},0,{width / 2},{height}", "middle")
     x1, x2 = width / 4, 3 * width / 4
@@ -80,7 +80,7 @@ def counting_geometry(width: int, height: int):
 def counts(frames: list, width: int, height: int, fps: float) -> tuple[int, int, int]:
     """(line in, line out, zone visits) of tracks given as frames of (xyxy, ids), by y9's ``Counting``."""
     from y9deploy.detections import Detections
-    from y9deploy.pipelines.counting import Counting
+    from y9deploy.tracking.counting import Counting
 
     line, zone = counting_geometry(width, height)
     counter = Counting([line], [zone])

@@ -28,11 +28,8 @@ MATCHED = dict(new_track=0.35, high=0.25, iou=0.2, lost_s=1.0, confirm_frames=2)
 
 
 def _y9(kind: str):
-    try:  # the public entry; pipelines is being split into sub-packages (its re-exports first)
-        from y9deploy.pipelines import make_tracker  # type: ignore[attr-defined]
-    except ImportError:
-        from y9deploy.pipelines.tracking import make_tracker
     from y9deploy.detections import Detections
+    from y9deploy.tracking import make_tracker
 
     def factory(fps: float):
         tracker = make_tracker(kind, fps=fps)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from y9deploy.detections import Detections
-from y9deploy.pipelines.counting import Counting, CountLine, Zone
-from y9deploy.pipelines.tracking import make_tracker
+from y9deploy.tracking import make_tracker
+from y9deploy.tracking.counting import Counting, CountLine, Zone
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("mot_noise", ROOT / "benchmarks" / "mot_noise.py")
