@@ -123,7 +123,8 @@ def register(app: typer.Typer) -> None:
         save_json: Annotated[
             bool,
             typer.Option("--save-json", help="predictions_coco.json: the COCO results format (image_id, "
-                         "category_id = class id, bbox x,y,w,h, score)."),
+                         "category_id: COCO's 91-class ids for COCO-80 models, else the class id; bbox x,y,w,h, "
+                         "score)."),
         ] = False,  # fmt: skip
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.

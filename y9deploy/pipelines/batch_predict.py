@@ -38,7 +38,7 @@ from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
 from y9deploy.pipelines.predict_session import PredictSession
 from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
 from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
-from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, source_roots, url_kind
+from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, source_entries, source_roots, url_kind
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
     IMAGE_SUFFIXES,
@@ -79,15 +79,24 @@ class PredictSummary:
         return EXIT_INTERRUPTED if self.interrupted else EXIT_SKIPPED if self.skipped else EXIT_OK
 
 
-def collect_sources(source: str | Path) -> tuple[list[Path | str], list[str | Path]]:
+def collect_sources(source: Any) -> tuple[list[Path | str], list[str | Path]]:
     """A file, a folder (searched recursively, sorted), a glob, a URL or a camera index -> (images, videos); an
-    image URL is one image, a video file URL one video, a stream URL or camera index one live video
-    (``y9deploy.pipelines.sources``).
+    image URL is one image, a video file URL one video, a stream URL or camera index one live video; a ``.txt``
+    list of sources or a Python list of them: each entry in order (``y9deploy.pipelines.sources``).
 
     Raises:
         FileNotFoundError: the path does not exist, or no file matches the glob. ValueError: a file of another
         type, or a folder with no image or video in it.
     """
+    entries = source_entries(source)
+    if len(entries) > 1 or entries[0] is not source:
+        images: list[Path | str] = []
+        videos: list[str | Path] = []
+        for entry in entries:
+            more_images, more_videos = collect_sources(entry)
+            images += more_images
+            videos += more_videos
+        return images, videos
     text = str(source)
     if is_url(text):
         return ([text], []) if url_kind(text) == "image" else ([], [text])
@@ -102,8 +111,8 @@ def collect_sources(source: str | Path) -> tuple[list[Path | str], list[str | Pa
         )
     else:
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    images: list[Path | str] = [p for p in files if p.suffix.lower() in IMAGE_SUFFIXES]
-    videos: list[str | Path] = [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES]
+    images = [p for p in files if p.suffix.lower() in IMAGE_SUFFIXES]
+    videos = [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES]
     if not images and not videos:
         what = f"folder {path} holds no" if path.is_dir() else f"{path} is not an"
         what = f"no file matching {text} is an" if has_glob(text) and not path.exists() else what
@@ -119,17 +128,15 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
     Raises:
         ValueError: one sentence naming both folders.
     """
-    roots = source_roots(source)
-    if not roots:
-        return
-    src, out = roots[0].resolve(), Path(save_dir).resolve()
-    if src.is_dir() and (out == src or src in out.parents):
-        where = "is the source folder" if out == src else f"is inside the source folder {source}"
-        raise ValueError(f"the output folder {save_dir} {where}; outputs there could overwrite or mix with the "
-                         f"inputs. Expected a folder outside {source}.")  # fmt: skip
-    if src.is_file() and out == src.parent:
-        raise ValueError(f"the output folder {save_dir} is the folder that holds the input {source}; the annotated "
-                         "copy would replace it. Expected another folder.")  # fmt: skip
+    for root in source_roots(source):
+        src, out = root.resolve(), Path(save_dir).resolve()
+        if src.is_dir() and (out == src or src in out.parents):
+            where = "is the source folder" if out == src else f"is inside the source folder {root}"
+            raise ValueError(f"the output folder {save_dir} {where}; outputs there could overwrite or mix with the "
+                             f"inputs. Expected a folder outside {root}.")  # fmt: skip
+        if src.is_file() and out == src.parent:
+            raise ValueError(f"the output folder {save_dir} is the folder that holds the input {root}; the "
+                             "annotated copy would replace it. Expected another folder.")  # fmt: skip
 
 
 def predict_source(
@@ -160,6 +167,7 @@ def predict_source(
     on_start: Callable[[int | None], None] | None = None,
     on_frame: Callable[[str, int], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None,
 ) -> PredictSummary:
     """Detect objects in every image and video frame of ``source`` (module docstring).
 
@@ -186,6 +194,8 @@ def predict_source(
         stop: set it to end the run after the current frame.
         on_start: called once with the expected number of frames (None when unknown: live streams).
         on_frame: called after each frame with (source name, detections in it). on_warning: skip/reconnect messages.
+        on_result: called after each frame with (source name, frame index or None, the frame, its Detections, its
+            track ids or None), once the frame's files are written (``y9.Model.predict`` makes its results of it).
     Raises:
         FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
         SourceError: a stream or camera (the only source) cannot be opened.
@@ -261,7 +271,7 @@ def predict_source(
         inputs = {Path(p).resolve() for p in images if not is_url(p)}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = PredictSession(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           warn, on_frame, track, files)  # fmt: skip
+                           warn, on_frame, track, files, on_result)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
