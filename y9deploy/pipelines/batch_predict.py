@@ -139,6 +139,29 @@ def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
                              "annotated copy would replace it. Expected another folder.")  # fmt: skip
 
 
+def frame_runner(
+    det: Any, given: dict[str, Any], *, classes: list[int | str] | None = None,
+    class_conf: dict[str | int, float] | None = None, conf: float | None = None, tile: TileOptions | None = None,
+) -> Callable[[list[np.ndarray]], list[Any]]:  # fmt: skip
+    """frames -> their Detections through ``det`` with a run's options: ``given`` (conf, iou, max_det for this run),
+    the classes kept (names or ids), per-class thresholds, tiling. The one place a run's options become Detector
+    calls (``predict_source``, ``y9.Model.predict`` on in-memory images)."""
+    names = list(det.names)
+    overrides: dict[str, Any] = dict(given)
+    ids = resolve_classes(classes, names)
+    if ids is not None:
+        overrides["classes"] = ids
+    if class_conf:
+        overrides["conf"] = class_thresholds(conf if conf is not None else det.defaults.conf, class_conf, names)
+
+    def run(frames: list[np.ndarray]) -> list[Any]:
+        if tile is not None:
+            return [predict_tiled_with(det, f, tile, **overrides) for f in frames]
+        return det.predict(frames, **overrides)
+
+    return run
+
+
 def predict_source(
     source: str | Path,
     model: str | Path | Any,
@@ -249,18 +272,7 @@ def predict_source(
     det = Detector(model, device=device, imgsz=imgsz, **given) if own else model
     try:
         names = list(det.names)
-        overrides: dict[str, Any] = {} if own else dict(given)  # a ready Detector: this run's options, per call
-        ids = resolve_classes(classes, names)
-        if ids is not None:
-            overrides["classes"] = ids
-        if class_conf:
-            overrides["conf"] = class_thresholds(conf if conf is not None else det.defaults.conf, class_conf, names)
-
-        def run(frames: list[np.ndarray]) -> list[Any]:
-            if tile is not None:
-                return [predict_tiled_with(det, f, tile, **overrides) for f in frames]
-            return det.predict(frames, **overrides)
-
+        run = frame_runner(det, {} if own else given, classes=classes, class_conf=class_conf, conf=conf, tile=tile)
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
         writer = ResultsWriter(out_dir, stream=jsonl_stream, append=append, tracking=track is not None)
