@@ -64,7 +64,7 @@ def frames_of(source: Any) -> list[np.ndarray] | None:
 def run_folder(source: Any, options: PredictOptions) -> Iterator[Any]:
     """The run folder ``y9 predict`` would write (``y9core.run_dir.resolve_output_dir``), held by a ``RunLock``;
     removed again when the run fails before anything is written in it."""
-    from y9core.run_dir import LOCK_NAME, RunLock, resolve_output_dir
+    from y9core.run_dir import RunLock, resolve_output_dir
     from y9deploy.pipelines.sources import source_roots
 
     project = Path(options.project) if options.project is not None else Path("runs")
@@ -77,8 +77,7 @@ def run_folder(source: Any, options: PredictOptions) -> Iterator[Any]:
         yield run
     except BaseException:
         lock.release()
-        if run.created and run.path.is_dir() and all(p.name == LOCK_NAME for p in run.path.iterdir()):
-            run.path.rmdir()
+        run.remove_if_unused()
         raise
     lock.release()
 

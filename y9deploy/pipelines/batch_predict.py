@@ -34,10 +34,17 @@ from typing import IO, Any
 import cv2
 import numpy as np
 
+from y9core.errors import SourceError
 from y9deploy.pipelines.class_options import class_thresholds, resolve_classes
 from y9deploy.pipelines.predict_session import PredictSession
 from y9deploy.pipelines.prediction_files import PredictionFiles, SaveOptions
-from y9deploy.pipelines.results_writer import JSON_NAME, ResultsWriter, build_final_json
+from y9deploy.pipelines.results_writer import (
+    JSON_NAME,
+    JSONL_NAME,
+    ResultsWriter,
+    build_final_json,
+    read_jsonl,
+)
 from y9deploy.pipelines.sources import expand_glob, has_glob, is_url, source_entries, source_roots, url_kind
 from y9deploy.pipelines.tiling import TileOptions, predict_tiled_with
 from y9deploy.pipelines.video import (
@@ -73,6 +80,7 @@ class PredictSummary:
     reconnects: int = 0
     counts: dict[str, Any] = field(default_factory=dict)  # source -> counting.CountSummary (with ``track``)
     files: list[Path] = field(default_factory=list)  # labels/, crops/, predictions_coco.json (``SaveOptions``)
+    resumed: int = 0  # images left out because the run being resumed had done them
 
     @property
     def exit_code(self) -> int:
@@ -120,6 +128,14 @@ def collect_sources(source: Any) -> tuple[list[Path | str], list[str | Path]]:
             f"{what} image ({', '.join(IMAGE_SUFFIXES)}) or video ({', '.join(VIDEO_SUFFIXES)}) file."
         )
     return images, videos
+
+
+def done_images(save_dir: Path) -> set[str]:
+    """The images a run in ``save_dir`` has a line for in its predictions.jsonl (what ``resume`` leaves out)."""
+    jsonl = save_dir / JSONL_NAME
+    if not jsonl.is_file():
+        return set()
+    return {str(rec.get("source")) for rec in read_jsonl(jsonl) if rec.get("frame") is None}
 
 
 def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
@@ -183,6 +199,7 @@ def predict_source(
     max_frames: int | None = None,
     final_json: bool = True,
     append: bool = False,
+    resume: bool = False,
     save: SaveOptions | None = None,
     jsonl_stream: IO[str] | None = None,
     track: Any = None,
@@ -211,6 +228,8 @@ def predict_source(
         final_json: build ``predictions.json`` from the JSON lines at the end.
         append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
             rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
+        resume: go on with a stopped run in ``save_dir`` (implies ``append``): the images its predictions.jsonl
+            already has a line for are not read again (``summary.resumed`` counts them); a video is read again.
         save: YOLO label files, crops per class, COCO results (``prediction_files.SaveOptions``; needs save_dir).
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
@@ -221,7 +240,8 @@ def predict_source(
             track ids or None), once the frame's files are written (``y9.Model.predict`` makes its results of it).
     Raises:
         FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
-        SourceError: a stream or camera (the only source) cannot be opened.
+        SourceError: a stream or camera (the only source) cannot be opened; the only image or video cannot be read
+            (nothing is left in ``save_dir``).
     """
     from y9deploy.runtime.detector import Detector
 
@@ -238,13 +258,21 @@ def predict_source(
             "label files, crops and COCO results need a save_dir; expected one with them (y9 predict: --project, --name)."
         )
     images, videos = collect_sources(source)
+    inputs_given = len(images) + len(videos)
+    resumed = 0
+    if resume:
+        if save_dir is None:
+            raise ValueError("resume goes on with the run in save_dir; expected a save_dir (y9 predict: --name).")
+        append, done = True, done_images(Path(save_dir))
+        images, resumed = [p for p in images if str(p) not in done], sum(1 for p in images if str(p) in done)
+    skip_warn = warn if inputs_given > 1 else (lambda msg: None)  # the only input skipped: the error says it
     if track is not None and not videos:
         raise ValueError(f"tracking needs a video, stream or camera; {source} holds only images (a folder of frames "
                          "is a video to FrameReader, not to y9 predict: make a video of it).")  # fmt: skip
     out_dir = Path(save_dir) if save_dir is not None else None
     if out_dir is not None:
         check_save_dir(out_dir, source)
-    summary = PredictSummary(save_dir=out_dir)
+    summary = PredictSummary(save_dir=out_dir, resumed=resumed)
     counts: list[int | None] = []
     for v in list(videos):  # files probed up front: a bad one is skipped before any work
         if is_live(v):
@@ -254,7 +282,7 @@ def predict_source(
             cap = open_capture(v)
         except (OSError, ValueError) as exc:
             summary.skipped.append((str(v), str(exc)))
-            warn(f"skipped {v}: {exc}")
+            skip_warn(f"skipped {v}: {exc}")
             videos.remove(v)
             continue
         n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
@@ -283,7 +311,7 @@ def predict_source(
         inputs = {Path(p).resolve() for p in images if not is_url(p)}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = PredictSession(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           warn, on_frame, track, files, on_result)  # fmt: skip
+                           skip_warn, on_frame, track, files, on_result)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )
@@ -295,15 +323,18 @@ def predict_source(
                 if stop.is_set():
                     break
                 session.video(video, reading)
+            if writer.frames == 0 and inputs_given == 1 and summary.skipped and not stop.is_set():
+                raise SourceError(summary.skipped[-1][1])  # the one source failed: an error, no empty run folder
             finished = True
         finally:
             summary.interrupted = stop.is_set()
             summary.seconds = time.perf_counter() - t0
             writer.close()
+            nothing_done = not finished and writer.frames == 0 and not append
             if files is not None:
-                summary.files = files.close()
+                summary.files = files.discard() if nothing_done else files.close()
             failing = sys.exc_info()[1] is not None  # e.g. a write failed: that error is the one to report
-            if not finished and writer.frames == 0 and not append:  # e.g. a camera that cannot be opened
+            if nothing_done:  # e.g. a camera that cannot be opened
                 for empty in (writer.jsonl_path, writer.csv_path):  # nothing was done: nothing is left behind
                     if empty is not None:
                         empty.unlink(missing_ok=True)

@@ -129,6 +129,13 @@ class PredictionFiles:
         if self.coco_path is not None:
             self.coco_rows.extend(dets.to_coco(coco_image_id(stem), category_ids_for(dets.names)))
 
+    def discard(self) -> list[Path]:
+        """End a run that wrote nothing: the folders made for it are removed when empty; returns []."""
+        for folder in (self.labels_dir, self.crops_dir):
+            if folder is not None and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        return []
+
     def close(self) -> list[Path]:
         """Write the COCO results file (atomically); returns the folders and files written."""
         written = [p for p in (self.labels_dir, self.crops_dir) if p is not None]
