@@ -20,7 +20,7 @@ from y9cli.interrupts import (
     interrupted_line,
     on_interrupt,
 )
-from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, note, run_folder, writing
 from y9cli.stream_options import MaxFramesOption, PolicyOption, ReconnectAttemptsOption
 from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
 from y9core.wording import plural
@@ -163,6 +163,7 @@ def register(app: typer.Typer) -> None:
             from y9deploy.default_model import default_model_path
 
             model = default_model_path()
+            note(DEMO_NOTE)
         if resume and (name is None or no_save):
             raise typer.BadParameter("--resume goes on with a named run folder; expected --name NAME (and no --no-save).")
         filters = _filters(classes, class_conf)
@@ -201,6 +202,10 @@ def register(app: typer.Typer) -> None:
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
 
+
+DEMO_NOTE = ("no --model given: using the embedded demonstration model (gelan-s trained on 112 coco128 images; it "
+             "finds little on images it has not seen); pass -m MODEL (e.g. -m yolov9-c.pt, downloaded once) for real "
+             "use.")  # fmt: skip
 
 #: options the command that goes on with a stopped run replaces (with the values they take)
 _RUN_OPTIONS = {"--name": 1, "--project": 1, "--save-dir": 1, "--exist-ok": 0, "--resume": 0}
