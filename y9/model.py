@@ -87,9 +87,12 @@ def _kind_of(source: str | Path) -> str:
              **dict.fromkeys(ENGINE_SUFFIXES, "engine")}  # fmt: skip
     if suffix in kinds:
         if not path.is_file():
+            from y9deploy.model_file.official_weights import OFFICIAL
+
+            by_name = f" Official weights by name: {', '.join(OFFICIAL)}." if path.name == str(source) else ""
             raise FileNotFoundError(
-                f"model file {path} does not exist." if not path.exists() else f"model path {path} is a folder, "
-                "not a model file."
+                f"model file {path} does not exist.{by_name}" if not path.exists() else f"model path {path} is a "
+                "folder, not a model file."
             )
         return kinds[suffix]
     from y9train.models.config import MODEL_NAMES, unknown_model_message
@@ -122,6 +125,10 @@ class Model:
                 f"source is a {type(source).__name__}; expected a model name (gelan-s, ...) or the path of a .pt, "
                 ".onnx or .engine file."
             )
+        from y9deploy.model_file.official_weights import is_official_name, weights_path
+
+        if is_official_name(source):  # official weights by name ("yolov9-c.pt"): downloaded once, then cached
+            source = weights_path(source)
         self._detector: Any = None
         self._detector_key: Any = None
         self._tracking: Any = None  # the tracks ``track(persist=True)`` keeps between calls
@@ -259,7 +266,11 @@ class Model:
         source = self._needs_weights("be exported")
         if self.kind != "checkpoint":
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
-        target = Path(path) if path is not None else source.with_suffix(".onnx")
+        if path is None:  # beside the checkpoint; here for official weights downloaded by name (not in the cache)
+            from y9deploy.model_file.official_weights import cache_dir
+
+            path = Path(source.name if source.parent == cache_dir() else source).with_suffix(".onnx")
+        target = Path(path)
         return export_onnx_report(source, target, **options).path
 
     def predict(self, source: Any, stream: bool = False, save: bool = False, **options: Any) -> Any:

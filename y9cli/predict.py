@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
         model: Annotated[
             Path | None,
             typer.Option(
-                "--model", "-m", help="Model file: .engine, .onnx or .pt (default: the embedded model)."
+                "--model", "-m", help="Model file: .engine, .onnx or .pt, or official weights by name "
+                "(yolov9-c.pt, gelan-c.pt ...: downloaded once into ~/.cache/y9/weights). Default: the embedded "
+                "demonstration model."
             ),
         ] = None,
         conf: Annotated[float, typer.Option("--conf", min=0.0, max=1.0, help="Score threshold.")] = 0.25,
@@ -164,6 +166,10 @@ def register(app: typer.Typer) -> None:
 
             model = default_model_path()
             note(DEMO_NOTE)
+        else:
+            from y9deploy.model_file.official_weights import weights_path
+
+            model = weights_path(model)  # official weights by name (-m yolov9-c.pt): downloaded once
         if resume and (name is None or no_save):
             raise typer.BadParameter("--resume goes on with a named run folder; expected --name NAME (and no --no-save).")
         filters = _filters(classes, class_conf)
