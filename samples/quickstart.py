@@ -10,8 +10,8 @@ from pathlib import Path
 
 import cv2
 
-from y9deploy import Detector
 from y9core.image_write import write_image
+from y9deploy import Detector
 from y9deploy.draw import draw_detections
 
 

@@ -81,7 +81,6 @@ def register(app: typer.Typer) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
         from y9core.run_dir import check_output_file
         from y9deploy.export.onnx_export import export_onnx_report
-
         from y9deploy.model_file.official_weights import weights_path
 
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
