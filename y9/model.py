@@ -225,33 +225,15 @@ class Model:
             self._hold(weights)
         return result
 
-    def val(
-        self, data: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False, **options: Any
-    ) -> Any:
-        """COCO metrics on a data.yaml split (``y9.val.val_model``, as ``y9 val``; options
-        ``split``, ``batch``, ``conf``, ``iou``, ``device`` ...). A checkpoint is validated at its trained size
-        unless ``imgsz`` is given. ``save_dir``: also write the report files there (``y9core.val_report``:
-        metrics.json, curves, confusion matrix, pictures; ``save_json``: predictions.json). Returns
-        ``y9core.val_result.ValResult``."""
-        path = self._needs_weights("be validated")
-        from y9.options import check_options
-        from y9.val import val_model
-        from y9deploy.runtime.loading import TORCH_SUFFIXES
+    def val(self, data: str | Path, **options: Any) -> Any:
+        """COCO metrics on a data.yaml split with ``y9 val``'s options (``split``, ``batch``, ``conf``, ``iou``,
+        ``device``, ``imgsz`` ...; ``y9.val.validate``). A checkpoint is validated at its trained size unless
+        ``imgsz`` is given. The report files (metrics.json, curves, confusion matrix, pictures; ``save_json``:
+        predictions.json) are written into ``save_dir``, or the run folder ``project``/``name`` names (as
+        ``y9 val``'s). Returns ``y9core.val_result.ValResult``; a wrong option is one sentence (TypeError)."""
+        from y9.val import validate
 
-        if path.suffix.lower() in TORCH_SUFFIXES:
-            from y9train.validate import val_checkpoint as validate
-        else:
-            from y9deploy.validate_deployed import val_deployed as validate
-        check_options("Model.val", options, validate, drop=("data", "model"))
-
-        result = val_model(data, path, **options)  # imgsz None: the library's rule (the trained size)
-        if save_dir is not None:
-            from y9core.val_report import write_val_report
-
-            about = {"model": str(path), "data": str(data), "split": options.get("split", "val"),
-                     "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
-            write_val_report(result, save_dir, save_json=save_json, about=about)
-        return result
+        return validate(data, self._needs_weights("be validated"), **options)
 
     def export(self, path: str | Path | None = None, **options: Any) -> Path:
         """ONNX export of a checkpoint with ``y9 export``'s options (``y9deploy.export_onnx_report``: ``imgsz``,

@@ -79,7 +79,7 @@ def test_predict_is_the_detectors_on_frames_paths_and_folders(embedded_pt, coco8
                 np.testing.assert_array_equal(g.detections.class_id, w.class_id)
 
 
-def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch):
+def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch, tmp_path):
     """The library functions are the things that work; what the Model hands them is checked here."""
     import y9.val as val_module
     import y9deploy.export.onnx_export as export_module
@@ -108,6 +108,11 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
     assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
     assert seen["report"]["about"]["imgsz"] == [h, w]  # the size it ran at, recorded in metrics.json
+    seen.pop("report")
+    model.val(TEST_DATA / "coco8.yaml", project=tmp_path / "runs", name="v")  # y9 val's run folder options
+    assert seen["report"]["folder"] == tmp_path / "runs" / "v"
+    with pytest.raises(TypeError, match=r"Model.val\(\) got save_dir and project/name"):
+        model.val(TEST_DATA / "coco8.yaml", save_dir="out", name="v2")
     model.export("out.onnx", dynamic_batch=True)
     assert seen["export"]["dynamic_batch"] is True and "imgsz" not in seen["export"]  # export_onnx: the facts
     with pytest.raises(TypeError, match="Model.export\\(\\) has no option 'chek' \\(did you mean 'check'\\?\\)"):
