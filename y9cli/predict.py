@@ -152,7 +152,8 @@ def register(app: typer.Typer) -> None:
 
         130 / 143: stopped by Ctrl-C / SIGTERM; the results of the frames done are on disk.
 
-        2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
+        2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good; the only
+        input cannot be read: no run folder is left).
         """
         from rich.console import Console
 
