@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[
             bool,
             typer.Option("--resume", help="Go on with the stopped run in --name's folder: images it has results for "
-                                          "are left out, the rest are appended (what Ctrl-C prints)."),
+                                          "are left out, videos go on after their last frame done, the rest is "
+                                          "appended (what Ctrl-C prints)."),
         ] = False,  # fmt: skip
         no_save: Annotated[
             bool, typer.Option("--no-save", help="Write no files (with --stdout: JSON lines on stdout only).")
@@ -315,7 +316,7 @@ def _report(summary, echo) -> None:
         f"{plural(summary.detections, 'detection')}, {fps:.1f} frames/s{extra}"
     )
     if summary.resumed:
-        echo(f"{plural(summary.resumed, 'image')} done by the earlier run left out (--resume)")
+        echo(f"{plural(summary.resumed, 'frame')} done by the earlier run left out (--resume)")
     for path, reason in summary.skipped:
         echo(f"skipped {path}: {reason}")
     for line in count_lines(summary):

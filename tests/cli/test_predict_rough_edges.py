@@ -64,3 +64,23 @@ def test_track_alone_means_bytetrack(here):
         first = json.loads((here / "runs/t/predictions.jsonl").read_text().splitlines()[-3])
         assert first["detections"] and all("track_id" in d for d in first["detections"])
     assert y9_output("predict", "clip.mp4", "--track", "botsort", "--no-save").returncode == 0
+
+
+def test_resume_goes_on_after_the_last_frame_done(here):
+    """issue 44 item 6: the command Ctrl-C prints (--resume) does not redo a video's frames (test_signals.py pastes
+    it after a real SIGTERM on a folder of images)."""
+    writer = cv2.VideoWriter("clip.mp4", cv2.VideoWriter_fourcc(*"mp4v"), 10, (320, 240))
+    for p in IMAGES[:6]:
+        writer.write(cv2.resize(cv2.imread(str(p)), (320, 240)))
+    writer.release()
+    first = y9_output("predict", "clip.mp4", "--name", "r", "--max-frames", "2", "--no-images")  # stopped early
+    assert first.returncode == 0, first.stderr
+    again = y9_output("predict", "clip.mp4", "--name", "r", "--no-images", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "2 frames done by the earlier run left out (--resume)" in again.stdout
+    assert again.stdout.startswith("4 frames (0 images, 1 video)")
+    lines = [json.loads(line) for line in (here / "runs/r/predictions.jsonl").read_text().splitlines()]
+    assert [line["frame"] for line in lines] == list(range(6))  # every frame once, in order
+    assert len(json.loads((here / "runs/r/predictions.json").read_text())["results"]) == 6
+    refused = y9_output("predict", "clip.mp4", "--resume")
+    assert refused.returncode == 2 and "--resume goes on with a named run folder" in refused.stderr

@@ -159,7 +159,7 @@ def test_sigterm_during_predict_finishes_the_files_and_the_summary(tmp_path):
                            text=True, timeout=300, env=_env(tmp_path))  # fmt: skip
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith(f"{3000 - done} frames ({3000 - done} images, 0 videos)")
-    assert f"{done} images done by the earlier run left out (--resume)" in again.stdout
+    assert f"{done} frames done by the earlier run left out (--resume)" in again.stdout
     sources = [r["source"] for r in read_jsonl(jsonl)]
     assert len(sources) == len(set(sources)) == 3000  # every image once
 

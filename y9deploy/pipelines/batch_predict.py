@@ -80,7 +80,7 @@ class PredictSummary:
     reconnects: int = 0
     counts: dict[str, Any] = field(default_factory=dict)  # source -> counting.CountSummary (with ``track``)
     files: list[Path] = field(default_factory=list)  # labels/, crops/, predictions_coco.json (``SaveOptions``)
-    resumed: int = 0  # images left out because the run being resumed had done them
+    resumed: int = 0  # frames (images, video frames) left out because the run being resumed had done them
 
     @property
     def exit_code(self) -> int:
@@ -130,12 +130,19 @@ def collect_sources(source: Any) -> tuple[list[Path | str], list[str | Path]]:
     return images, videos
 
 
-def done_images(save_dir: Path) -> set[str]:
-    """The images a run in ``save_dir`` has a line for in its predictions.jsonl (what ``resume`` leaves out)."""
+def done_frames(save_dir: Path) -> tuple[set[str], dict[str, int]]:
+    """What a run in ``save_dir`` has a line for in its predictions.jsonl (what ``resume`` leaves out): the images,
+    and for each video the index of the last frame done."""
     jsonl = save_dir / JSONL_NAME
-    if not jsonl.is_file():
-        return set()
-    return {str(rec.get("source")) for rec in read_jsonl(jsonl) if rec.get("frame") is None}
+    images: set[str] = set()
+    last: dict[str, int] = {}
+    for rec in read_jsonl(jsonl) if jsonl.is_file() else []:
+        source, frame = str(rec.get("source")), rec.get("frame")
+        if frame is None:
+            images.add(source)
+        else:
+            last[source] = max(int(frame), last.get(source, -1))
+    return images, last
 
 
 def check_save_dir(save_dir: str | Path, source: str | Path) -> None:
@@ -229,7 +236,8 @@ def predict_source(
         append: add to the predictions files an earlier run left in ``save_dir`` (``predictions.json`` is then
             rebuilt from all their lines) instead of replacing them; annotated copies never replace a file.
         resume: go on with a stopped run in ``save_dir`` (implies ``append``): the images its predictions.jsonl
-            already has a line for are not read again (``summary.resumed`` counts them); a video is read again.
+            already has a line for are not read again, and a video file goes on after its last frame done (the frames
+            before it are decoded, not predicted); ``summary.resumed`` counts what was left out.
         save: YOLO label files, crops per class, COCO results (``prediction_files.SaveOptions``; needs save_dir).
         jsonl_stream: also write each JSON line there (e.g. ``sys.stdout``).
         track: ``track_run.TrackOptions``: track (and count) the objects of videos and streams.
@@ -259,12 +267,13 @@ def predict_source(
         )
     images, videos = collect_sources(source)
     inputs_given = len(images) + len(videos)
-    resumed = 0
+    resumed, last_done = 0, {}
     if resume:
         if save_dir is None:
             raise ValueError("resume goes on with the run in save_dir; expected a save_dir (y9 predict: --name).")
-        append, done = True, done_images(Path(save_dir))
+        append, (done, last_done) = True, done_frames(Path(save_dir))
         images, resumed = [p for p in images if str(p) not in done], sum(1 for p in images if str(p) in done)
+        last_done = {k: v for k, v in last_done.items() if not is_live(k)}  # a stream's frame numbers start again
     skip_warn = warn if inputs_given > 1 else (lambda msg: None)  # the only input skipped: the error says it
     if track is not None and not videos:
         raise ValueError(f"tracking needs a video, stream or camera; {source} holds only images (a folder of frames "
@@ -311,7 +320,7 @@ def predict_source(
         inputs = {Path(p).resolve() for p in images if not is_url(p)}
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = PredictSession(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
-                           skip_warn, on_frame, track, files, on_result)  # fmt: skip
+                           skip_warn, on_frame, track, files, on_result, last_done)  # fmt: skip
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )

@@ -69,6 +69,7 @@ class PredictSession:
     files: PredictionFiles | None = None  # label files, crops, COCO rows
     # called with each frame's (source, frame index, image, Detections, track ids or None) once its files are written
     on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None
+    last_done: dict[str, int] = field(default_factory=dict)  # video -> last frame a resumed run had done
     used: set[str] = field(default_factory=set)
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
@@ -145,6 +146,10 @@ class PredictSession:
                 frames = self._next_frames(reader)
                 if frames is None:
                     break
+                if str(video) in self.last_done:  # resumed: the frames done are decoded, not predicted again
+                    kept = [f for f in frames if f.index > self.last_done[str(video)]]
+                    self.summary.resumed += len(frames) - len(kept)
+                    frames = kept
                 if not frames:
                     continue
                 t = time.perf_counter()
