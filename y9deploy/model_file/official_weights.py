@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from y9core.errors import Y9Error
+from y9core.errors import Y9Error, Y9Notice
 
 RELEASE_URL = "https://github.com/WongKinYiu/yolov9/releases/download/v0.1/"
 URL_ENV, DIR_ENV = "Y9_WEIGHTS_URL", "Y9_WEIGHTS_DIR"
@@ -41,6 +41,10 @@ CHUNK = 1 << 20
 
 class WeightsDownloadError(Y9Error, OSError):
     """Official weights could not be downloaded, or the download is not the pinned file."""
+
+
+class UnpinnedWeightsWarning(Y9Notice):
+    """A download was accepted without a pinned digest to check it against (its own digest is named)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,8 @@ def download(entry: OfficialWeights, target: Path, *, progress: Callable[[int, i
                                        "changed or corrupted file, or a wrong mirror).")  # fmt: skip
         if entry.sha256 is None:
             warnings.warn(f"{entry.name}: no sha256 is pinned for this file in y9; the download's is {got} (it is "
-                          "loaded by the restricted unpickler all the same).", stacklevel=2)  # fmt: skip
+                          "loaded by the restricted unpickler all the same).", UnpinnedWeightsWarning,
+                          stacklevel=2)  # fmt: skip
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
