@@ -132,3 +132,25 @@ def test_track_gives_ids_on_videos_and_persists_between_frames(model, video):
         model.track(video, tracker="sort")
     with pytest.raises(ValueError, match="tracking needs a video"):
         model.track(str(IMAGES[0]))
+
+
+def test_an_image_behind_a_url(model, tmp_path):
+    import http.server
+    import shutil
+    import threading
+    from functools import partial
+
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(IMAGES[0], served / "a.jpg")
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        (img,) = model.predict(f"{base}/a.jpg")
+        assert img.path == f"{base}/a.jpg" and img.frame is None and len(img) == len(model.predict(str(IMAGES[0]))[0])
+    finally:
+        server.shutdown()
+        server.server_close()
