@@ -4,8 +4,9 @@ tracking and line counting.
     python samples/drone_video.py MODEL VIDEO_OR_STREAM [--stride 2] [--tile 640] [--out out.mp4]
                                   [--track bytetrack|botsort] [--count-line x1,y1,x2,y2 ...]
 
-Each frame is cut into overlapping tiles at the model's input size (no down-scaling of small objects), plus the
-whole frame for large objects; the detections are merged by NMS in frame pixels. With ``--track`` each object
+The annotated video (``--out``, its folder made when missing) plays at the source's own speed: its frame rate is the
+source's divided by ``--stride``. Each frame is cut into overlapping tiles at the model's input size (no
+down-scaling of small objects), plus the whole frame for large objects; the detections are merged by NMS in frame pixels. With ``--track`` each object
 keeps one id across frames (botsort also compensates the drone's own motion) and ``--count-line`` counts the
 tracks crossing each line, in and out per class; the totals are printed at the end.
 """
@@ -13,16 +14,31 @@ tracks crossing each line, in and out per class; the totals are printed at the e
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import cv2
 
 from y9deploy import Detector
 from y9deploy.draw import draw_detections
+from y9deploy.pipelines.sources.file_frames import check_video_written
 from y9deploy.pipelines.sources.frame_reader import VideoReader
 from y9deploy.pipelines.tiling import predict_tiled
 from y9deploy.tracking.counting import CountLine
 from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions
+
+
+def open_writer(path: Path, fps: float, size: tuple[int, int]) -> cv2.VideoWriter:
+    """An mp4 writer at ``path`` (its folder made), or SystemExit with one sentence when OpenCV cannot open it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        sys.exit(f"error: cannot write {path}: its folder cannot be made ({exc}).")
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+    if not writer.isOpened():
+        sys.exit(f"error: cannot write {path}: OpenCV's video writer could not open it (expected a writable .mp4 path).")
+    return writer
 
 
 def main() -> None:
@@ -41,7 +57,8 @@ def main() -> None:
     lines = tuple(CountLine.parse(text) for text in args.count_line)
 
     source = int(args.source) if args.source.isdigit() else args.source
-    writer = None
+    writer, written = None, 0
+    out = Path(args.out) if args.out else None
     with (
         Detector(args.model, conf=args.conf) as det,
         VideoReader(source, stride=args.stride, max_frames=args.max_frames) as video,
@@ -62,13 +79,15 @@ def main() -> None:
                 print(f"frame {index}: {len(dets)} objects {counts}, tracks {ids}")
             else:
                 print(f"frame {index}: {len(dets)} objects {counts}")
-            if args.out:
-                if writer is None:
-                    h, w = frame.shape[:2]
-                    writer = cv2.VideoWriter(args.out, cv2.VideoWriter_fourcc(*"mp4v"), 25, (w, h))
+            if out is not None:
+                if writer is None:  # the source's speed: every stride-th frame is kept
+                    writer = open_writer(out, video.fps / args.stride, (frame.shape[1], frame.shape[0]))
                 writer.write(tracking.draw(frame, tracked) if tracking is not None else draw_detections(frame, dets))
+                written += 1
         if writer is not None:
             writer.release()
+            check_video_written(out, written)  # OpenCV's writer says nothing of a failed write
+            print(f"wrote {out} ({written} frames at {video.fps / args.stride:g} fps)")
         print(f"{n} frames in {time.perf_counter() - t0:.1f} s")
         for line in tracking.summary().sentences() if tracking is not None else []:
             print(line)

@@ -6,9 +6,11 @@ python samples/quickstart.py MODEL IMAGE [--conf 0.25] [--out annotated.jpg]
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import cv2
 
+from y9core.image_write import write_image
 from y9deploy import Detector
 from y9deploy.draw import draw_detections
 
@@ -29,7 +31,9 @@ def main() -> None:
     for box, score, cls in zip(dets.xyxy, dets.confidence, dets.class_id):
         x1, y1, x2, y2 = (round(float(v)) for v in box)
         print(f"{dets.names[cls]:>14s} {score:.2f}  ({x1}, {y1}) - ({x2}, {y2})")
-    cv2.imwrite(args.out, draw_detections(frame, dets))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_image(out, draw_detections(frame, dets))  # atomically; an error names the file (cv2.imwrite says nothing)
     print(f"{len(dets)} detections; annotated image written to {args.out}")
 
 

@@ -3,7 +3,9 @@
     import y9
     m = y9.Model(y9.default_model_path())      # a .pt checkpoint, a model name ("gelan-s") or a .onnx / .engine
     print(m.info())
-    dets = m.predict("image.jpg")               # y9.Detections
+    for r in m.predict("clip.mp4", stream=True):  # y9.Result: path, frame, orig_img, detections, plot(), save()
+        print(r.path, r.frame, len(r.detections))
+    m.track("clip.mp4", persist=True)           # results with track ids
     with y9.Detector("model.engine") as det:    # the runtime alone
         dets = det.predict(frame)
 
@@ -24,6 +26,7 @@ from y9deploy import __version__
 _LAZY = {
     "Model": ("y9.model", "Model"),
     "ModelSummary": ("y9.model", "ModelSummary"),
+    "Result": ("y9.results", "Result"),
     "Detector": ("y9deploy.runtime.detector", "Detector"),
     "Detections": ("y9deploy.detections", "Detections"),
     "train": ("y9train.train", "train"),
@@ -39,6 +42,7 @@ __all__ = [
     "Detector",
     "Model",
     "ModelSummary",
+    "Result",
     "Y9Error",
     "benchmark",
     "build_engine",
@@ -50,6 +54,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from y9.model import Model, ModelSummary
+    from y9.results import Result
     from y9core.errors import Y9Error
     from y9deploy.bench import benchmark
     from y9deploy.default_model import default_model_path

@@ -6,11 +6,12 @@
     print(m.info())                               # architecture, trained size, classes, parameters
     print(m.val(data="data.yaml"))                # y9core.val_result.ValResult
     onnx = m.export("best.onnx")                  # -> Path
-    dets = m.predict("image.jpg")                 # y9.Detections
+    results = m.predict("clip.mp4")               # list[y9.Result] (stream=True: one at a time; save=True: runs/)
+    m.track("clip.mp4", persist=True)             # results with track ids
     y9.Model("best.onnx").benchmark(batch_sizes=(1, 8))
 
 A thin object over the library functions the ``y9`` commands call (``y9train.train.train``,
-``y9.val.val_model``, ``y9deploy.export_onnx``, ``y9deploy.Detector``,
+``y9.val.val_model``, ``y9deploy.export_onnx_report``, ``predict_source`` through ``y9.predict_run``,
 ``y9deploy.benchmark``): no logic of its own but the defaults, which come from the model's own facts (the image
 size it was trained at, its class names), read in one place (``Model._facts``). Torch is imported only for
 architectures and ``.pt`` checkpoints; ``.onnx`` and ``.engine`` files need only the runtime.
@@ -86,9 +87,12 @@ def _kind_of(source: str | Path) -> str:
              **dict.fromkeys(ENGINE_SUFFIXES, "engine")}  # fmt: skip
     if suffix in kinds:
         if not path.is_file():
+            from y9deploy.model_file.official_weights import OFFICIAL
+
+            by_name = f" Official weights by name: {', '.join(OFFICIAL)}." if path.name == str(source) else ""
             raise FileNotFoundError(
-                f"model file {path} does not exist." if not path.exists() else f"model path {path} is a folder, "
-                "not a model file."
+                f"model file {path} does not exist.{by_name}" if not path.exists() else f"model path {path} is a "
+                "folder, not a model file."
             )
         return kinds[suffix]
     from y9train.models.config import MODEL_NAMES, unknown_model_message
@@ -121,7 +125,13 @@ class Model:
                 f"source is a {type(source).__name__}; expected a model name (gelan-s, ...) or the path of a .pt, "
                 ".onnx or .engine file."
             )
+        from y9deploy.model_file.official_weights import is_official_name, weights_path
+
+        if is_official_name(source):  # official weights by name ("yolov9-c.pt"): downloaded once, then cached
+            source = weights_path(source)
         self._detector: Any = None
+        self._detector_key: Any = None
+        self._tracking: Any = None  # the tracks ``track(persist=True)`` keeps between calls
         self._hold(source)
 
     def _hold(self, source: str | Path) -> None:
@@ -215,72 +225,146 @@ class Model:
             self._hold(weights)
         return result
 
-    def val(
-        self, data: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False, **options: Any
-    ) -> Any:
-        """COCO metrics on a data.yaml split (``y9.val.val_model``, as ``y9 val``; options
-        ``split``, ``batch``, ``conf``, ``iou``, ``device`` ...). A checkpoint is validated at its trained size
-        unless ``imgsz`` is given. ``save_dir``: also write the report files there (``y9core.val_report``:
-        metrics.json, curves, confusion matrix, pictures; ``save_json``: predictions.json). Returns
-        ``y9core.val_result.ValResult``."""
-        path = self._needs_weights("be validated")
-        from y9.val import val_model
+    def val(self, data: str | Path, **options: Any) -> Any:
+        """COCO metrics on a data.yaml split with ``y9 val``'s options (``split``, ``batch``, ``conf``, ``iou``,
+        ``device``, ``imgsz`` ...; ``y9.val.validate``). A checkpoint is validated at its trained size unless
+        ``imgsz`` is given. The report files (metrics.json, curves, confusion matrix, pictures; ``save_json``:
+        predictions.json) are written into ``save_dir``, or the run folder ``project``/``name`` names (as
+        ``y9 val``'s). Returns ``y9core.val_result.ValResult``; a wrong option is one sentence (TypeError)."""
+        from y9.val import validate
 
-        result = val_model(data, path, **options)  # imgsz None: the library's rule (the trained size)
-        if save_dir is not None:
-            from y9core.val_report import write_val_report
-
-            about = {"model": str(path), "data": str(data), "split": options.get("split", "val"),
-                     "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
-            write_val_report(result, save_dir, save_json=save_json, about=about)
-        return result
+        return validate(data, self._needs_weights("be validated"), **options)
 
     def export(self, path: str | Path | None = None, **options: Any) -> Path:
-        """ONNX export of a checkpoint (``y9deploy.export_onnx``; options ``dynamic_batch``, ``half``, ``end2end``
-        ...) at its trained size unless ``imgsz`` is given; ``path`` defaults to the checkpoint's with ``.onnx``.
-        Returns the ONNX path."""
+        """ONNX export of a checkpoint with ``y9 export``'s options (``y9deploy.export_onnx_report``: ``imgsz``,
+        ``batch``, ``dynamic_batch``, ``half``, ``simplify``, ``end2end``, ``opset``, ``check`` (the parity check,
+        default on), ``conf``/``iou``/``max_det`` (end2end) ...) at its trained size unless ``imgsz`` is given;
+        ``path`` defaults to the checkpoint's with ``.onnx``. Returns the ONNX path; a wrong option is one
+        sentence (TypeError)."""
+        from y9.options import check_options
+        from y9deploy.export.onnx_export import export_onnx_report
+
+        check_options("Model.export", options, export_onnx_report, drop=("source", "path"))
         source = self._needs_weights("be exported")
         if self.kind != "checkpoint":
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
-        from y9deploy.export.onnx_export import export_onnx
+        if path is None:  # beside the checkpoint; here for official weights downloaded by name (not in the cache)
+            from y9deploy.model_file.official_weights import cache_dir
 
-        return export_onnx(source, Path(path) if path is not None else source.with_suffix(".onnx"), **options)
+            path = Path(source.name if source.parent == cache_dir() else source).with_suffix(".onnx")
+        target = Path(path)
+        return export_onnx_report(source, target, **options).path
 
-    def predict(self, source: Any, **overrides: Any) -> Any:
-        """Detections of a frame (ndarray[H, W, 3] uint8 BGR), an image path, a list of them, or a folder of
-        images (its images, sorted). ``overrides``: ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` for
-        this call. The ``Detector`` (default options, the model's own input size) is made on the first call and
-        kept until ``close()``. Returns ``Detections`` for one frame or image, else a list of them."""
+    def predict(self, source: Any, stream: bool = False, save: bool = False, **options: Any) -> Any:
+        """Detections of every image and frame of ``source``, as ``y9 predict`` reads it: an image, a folder, a glob,
+        a ``.txt`` list of paths, a video, a stream URL, a camera index (int), a numpy BGR / PIL image, or a list of
+        these (``y9.predict_run``).
+
+        Args:
+            stream: yield each ``Result`` as it is done (a generator: videos and streams are never held in memory)
+                instead of returning the list at the end.
+            save: write the run folder ``y9 predict`` writes (``runs/predict``, ``runs/predictN``: predictions.jsonl,
+                .csv, .json, annotated copies; ``project``, ``name``, ``exist_ok``, ``save_txt``, ``save_json`` ...).
+            options: ``y9.options.PredictOptions`` (``conf``, ``iou``, ``imgsz``, ``device``, ``classes``,
+                ``vid_stride``, ``batch``, ``tile`` ...); a name that is not one is a TypeError sentence.
+        Returns:
+            ``list[y9.Result]`` (``stream=False``) or an iterator of them; each carries its source ``path``,
+            ``frame`` index, ``orig_img``, ``detections``, ``plot()``, ``save()``, ``to_json()``, ``to_coco()``.
+        """
+        return self._run("Model.predict", source, stream, save, None, options)
+
+    def track(self, source: Any, persist: bool = False, tracker: str = "bytetrack", stream: bool = False,
+              save: bool = False, **options: Any) -> Any:  # fmt: skip
+        """``predict`` with tracking (``y9 predict --track``): each result has ``track_id`` (-1: no track yet).
+
+        Args:
+            tracker: "bytetrack", or "botsort" (camera-motion compensation, for moving cameras).
+            persist: keep the tracks between calls on in-memory frames (``m.track(frame, persist=True)`` in a loop);
+                each video or stream is tracked from its first frame to its last in any case.
+        """
+        from y9deploy.tracking.options import TrackerKind
+        from y9deploy.tracking.source_tracking import TrackOptions
+
+        kinds = [k.value for k in TrackerKind]
+        if str(tracker) not in kinds:
+            raise ValueError(f"tracker={tracker!r}; expected one of {', '.join(kinds)}.")
+        track = TrackOptions(str(tracker))
+        if not persist or self._tracking is None or self._tracking.options.tracker != track.tracker:
+            self._tracking = None
+        return self._run("Model.track", source, stream, save, track, options)
+
+    def _run(self, action: str, source: Any, stream: bool, save: bool, track: Any, options: dict[str, Any]) -> Any:
+        from y9.options import PredictOptions
+        from y9.predict_run import frames_of, produce, stream_results
+
+        opts = PredictOptions.from_kwargs(action, options)
+        frames_of(source)  # a wrong kind of source: one sentence now, not in the worker
+        detector = self._detector_for(opts.device, opts.imgsz)
+        if track is not None and self._tracking is None:
+            from y9deploy.tracking.source_tracking import SourceTracking
+
+            self._tracking = SourceTracking(track, fps=30.0)
+        tracking = self._tracking if track is not None else None
+
+        def run(emit: Any, stop: Any) -> Any:
+            return produce(detector, source, save=bool(save), track=track, options=opts, tracking=tracking,
+                           emit=emit, stop=stop, on_warning=self._warn)  # fmt: skip
+
+        if stream:
+            return stream_results(run)
+        import threading
+
+        results: list[Any] = []
+        run(results.append, threading.Event())
+        return results
+
+    @staticmethod
+    def _warn(message: str) -> None:
+        import warnings
+
+        warnings.warn(message, stacklevel=3)
+
+    def _detector_for(self, device: Any, imgsz: Any) -> Any:
+        """The Detector ``predict`` keeps, made again when ``device`` or ``imgsz`` asks for another one."""
         path = self._needs_weights("predict")
-        if isinstance(source, (str, Path)) and Path(source).is_dir():
-            from y9deploy.pipelines.predict.run import collect_sources
-
-            images, videos = collect_sources(source)
-            if videos:
-                raise ValueError(
-                    f"folder {source} holds videos ({Path(str(videos[0])).name}, ...); Model.predict takes images: "
-                    "use y9deploy.pipelines.predict.run.predict_source (y9 predict) for videos."
-                )
-            source = list(images)
-        if self._detector is None:
+        key = (device, imgsz)
+        if self._detector is None or self._detector_key != key:
             from y9deploy.runtime.detector import Detector
 
-            self._detector = Detector(path)
-        return self._detector.predict(source, **overrides)
+            self.close()
+            self._detector = Detector(path, device=device, imgsz=imgsz)
+            self._detector_key = key
+        return self._detector
 
-    def benchmark(self, batch_sizes: Sequence[int] = (1,), **options: Any) -> Any:
-        """Latency and throughput (``y9deploy.benchmark``; options ``iters``, ``warmup``, ``device``, ``stream``
-        ...). Returns the ``BenchmarkResult``."""
-        path = self._needs_weights("be benchmarked")
+    def benchmark(self, batch_sizes: Sequence[int] | None = None, **options: Any) -> Any:
+        """Latency and throughput with ``y9 benchmark``'s options (``y9deploy.benchmark``: ``iters``, ``warmup``,
+        ``idle_ms``, ``device``, ``imgsz``, ``conf`` ...; ``batch`` as the CLI's ``--batch``: an int, "1,8" or a
+        list, the same as ``batch_sizes``). Returns the ``BenchmarkResult``; a wrong option is one sentence."""
+        from y9.options import check_options
         from y9deploy.bench import benchmark
+        from y9deploy.runtime.detector import Detector
 
-        return benchmark(path, batch_sizes=tuple(batch_sizes), **options)
+        batch = options.pop("batch", None)
+        check_options("Model.benchmark", options, benchmark, Detector, drop=("path", "batch_sizes", "self"))
+        if batch is not None and batch_sizes is not None:
+            raise TypeError("Model.benchmark() got both batch and batch_sizes; expected one of them.")
+        sizes = batch if batch is not None else batch_sizes if batch_sizes is not None else (1,)
+        if isinstance(sizes, str):
+            sizes = [s for s in sizes.replace(" ", "").split(",") if s]
+        sizes = [sizes] if isinstance(sizes, int) else list(sizes)
+        try:
+            sizes = [int(s) for s in sizes]
+        except (TypeError, ValueError):
+            raise ValueError(f"batch sizes {sizes!r}; expected whole numbers, e.g. (1, 8) or '1,8'.") from None
+        path = self._needs_weights("be benchmarked")
+        return benchmark(path, batch_sizes=tuple(sizes), **options)
 
     def close(self) -> None:
         """Release the Detector ``predict`` keeps (a later ``predict`` makes a new one)."""
         if self._detector is not None:
             self._detector.close()
             self._detector = None
+        self._tracking = None
 
     def __enter__(self) -> Model:
         return self

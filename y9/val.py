@@ -6,23 +6,64 @@
   onnxruntime or TensorRT, no torch, nothing of the trainer), at the file's own input size.
 
 Both use the same letterbox rule, thresholds and evaluator (``y9core.metrics``), so a model and the files made from
-it score alike. ``y9 val`` and ``y9.Model.val`` call it.
+it score alike. ``y9 val`` and ``y9.Model.val`` call it; ``validate`` adds ``Model.val``'s option check and report.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+
+def _validator(model: str | Path) -> Any:
+    """The function that validates ``model`` (by its suffix; one sentence for a suffix no backend opens)."""
+    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
+
+    backend_kind(model)
+    if Path(model).suffix.lower() in TORCH_SUFFIXES:
+        from y9train.validate import val_checkpoint
+
+        return val_checkpoint
+    from y9deploy.validate_deployed import val_deployed
+
+    return val_deployed
 
 
 def val_model(data, model: str | Path, **kwargs):
     """COCO metrics of ``model`` on a data.yaml split; returns ``y9core.val_result.ValResult``."""
-    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
+    return _validator(model)(data, model, **kwargs)
 
-    backend_kind(model)  # one sentence for a suffix no backend opens
-    if Path(model).suffix.lower() in TORCH_SUFFIXES:
-        from y9train.validate import val_checkpoint
 
-        return val_checkpoint(data, model, **kwargs)
-    from y9deploy.validate_deployed import val_deployed
+def validate(data, model: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False,
+             project: str | Path | None = None, name: str | None = None, exist_ok: bool = False,
+             **options: Any) -> Any:  # fmt: skip
+    """``Model.val``: ``options`` checked against the validator's own (TypeError, one sentence), ``val_model``, and
+    the report files in ``save_dir`` or in the run folder ``project``/``name`` (``y9core.run_dir``, as ``y9 val``:
+    ``runs/val``, ``runs/val2`` ... for ``project`` alone). Returns the ``ValResult``."""
+    from y9.options import check_options
 
-    return val_deployed(data, model, **kwargs)
+    check_options("Model.val", options, _validator(model), drop=("data", "model"),
+                  extra=("save_dir", "save_json", "project", "name", "exist_ok"))  # fmt: skip
+    if save_dir is not None and (project is not None or name is not None):
+        raise TypeError("Model.val() got save_dir and project/name; expected one way to name the report's folder.")
+    run = None
+    if project is not None or name is not None:
+        from y9core.run_dir import resolve_output_dir
+
+        parent = Path(project) if project is not None else Path("runs")
+        run = resolve_output_dir(parent / name if name is not None else None, task="val", exist_ok=exist_ok,
+                                 inputs=[data, model], project=parent)  # fmt: skip
+        save_dir = run.path
+    try:
+        result = val_model(data, model, **options)  # imgsz None: the library's rule (the trained size)
+    except BaseException:
+        if run is not None:
+            run.remove_if_unused()
+        raise
+    if save_dir is not None:
+        from y9core.val_report import write_val_report
+
+        about = {"model": str(model), "data": str(data), "split": options.get("split", "val"),
+                 "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
+        write_val_report(result, save_dir, save_json=save_json, about=about)
+    return result

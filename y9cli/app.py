@@ -102,12 +102,13 @@ def run(args: list[str]) -> int:
     from y9cli import interrupts
     from y9cli.failure import EXIT_ERROR, debug_requested, describe, describe_usage
     from y9cli.key_values import as_options
+    from y9cli.track_options import optional_tracker
     from y9core.errors import Y9Error
 
     interrupts.install(args)
     command = get_command(app)
     try:
-        with command.make_context("y9", as_options(command, args)) as ctx:
+        with command.make_context("y9", as_options(command, optional_tracker(args))) as ctx:
             command.invoke(ctx)
         return 0
     except typer.Exit as exc:

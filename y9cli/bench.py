@@ -80,6 +80,9 @@ def register(app: typer.Typer) -> None:
             inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
             check_output_file(json_out, inputs=inputs, exist_ok=True, what="--json file")  # never over an input
             ensure_writable(json_out)  # before the benchmark, not after it
+        from y9deploy.model_file.official_weights import weights_path
+
+        models = [weights_path(m) for m in models]  # official weights by name: downloaded once
         frames = None
         if source is not None:
             from y9deploy.runtime.image_file import read_image

@@ -81,6 +81,9 @@ def info(
     from rich.console import Console
     from rich.table import Table
 
+    from y9deploy.model_file.official_weights import weights_path
+
+    model = str(weights_path(model)) if model.lower().endswith(".pt") else model  # official weights by name
     report = None
     if model.lower().endswith(ARTIFACT_SUFFIXES) or Path(model).is_dir():
         from y9deploy.facts import inspect_facts

@@ -96,6 +96,11 @@ def interrupted_line(signum: int) -> str:
     return f"interrupted ({signal_name(signum)}): {kept}; {go_on}."
 
 
+def command_line_args() -> tuple[str, ...]:
+    """The running command's arguments (after ``y9``)."""
+    return _plan.argv
+
+
 def command_line(argv: list[str] | None = None) -> str:
     """``y9 ARGV`` as a shell would need it typed (default: the running command's)."""
     return shlex.join(["y9", *(_plan.argv if argv is None else argv)])

@@ -1,6 +1,6 @@
-"""How the ``y9`` CLI prints y9's notices (``y9core.model_facts.FactsWarning``: a setting that differs from the
-model's facts): one ``warning: <sentence>`` line on stderr, once, instead of Python's ``file:line: Category``
-form. Other warnings keep Python's own display."""
+"""How the ``y9`` CLI prints y9's notices (``y9core.errors.Y9Notice``, e.g. ``FactsWarning``: a setting that differs
+from the model's facts): one ``warning: <sentence>`` line on stderr, once, instead of Python's ``file:line:
+Category`` form. Other warnings keep Python's own display."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ def install() -> None:
     original = warnings.showwarning
 
     def show(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-        from y9core.model_facts import FactsWarning
+        from y9core.errors import Y9Notice
 
-        if not issubclass(category, FactsWarning):
+        if not issubclass(category, Y9Notice):
             original(message, category, filename, lineno, file, line)
             return
         text = str(message)

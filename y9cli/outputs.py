@@ -24,7 +24,7 @@ from typing import Annotated
 
 import typer
 
-from y9core.run_dir import LOCK_NAME, RunDir, RunLock, resolve_output_dir
+from y9core.run_dir import RunDir, RunLock, resolve_output_dir
 
 ProjectOption = Annotated[
     Path | None,
@@ -99,10 +99,6 @@ def run_folder(
     )
 
 
-def _only_lock_left(folder: Path) -> bool:
-    return folder.is_dir() and all(p.name == LOCK_NAME for p in folder.iterdir())
-
-
 @contextmanager
 def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
     """Hold ``run``'s folder for this process (``RunLock``) while the command writes; print ``run.reuse_note``
@@ -116,8 +112,7 @@ def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
         yield lock
     except BaseException:
         lock.release()
-        if run.created and _only_lock_left(run.path):
-            run.path.rmdir()
+        run.remove_if_unused()
         raise
     else:
         lock.release()

@@ -12,8 +12,15 @@ from typing import Annotated
 
 import typer
 
-from y9cli.interrupts import command_line, exit_code, graceful_stop, interrupted_line, on_interrupt
-from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, writing
+from y9cli.interrupts import (
+    command_line,
+    command_line_args,
+    exit_code,
+    graceful_stop,
+    interrupted_line,
+    on_interrupt,
+)
+from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, note, run_folder, writing
 from y9cli.stream_options import MaxFramesOption, PolicyOption, ReconnectAttemptsOption
 from y9cli.track_options import CountLineOption, TrackOption, ZoneOption, count_lines, track_options
 from y9core.wording import plural
@@ -34,7 +41,9 @@ def register(app: typer.Typer) -> None:
         model: Annotated[
             Path | None,
             typer.Option(
-                "--model", "-m", help="Model file: .engine, .onnx or .pt (default: the embedded model)."
+                "--model", "-m", help="Model file: .engine, .onnx or .pt, or official weights by name "
+                "(yolov9-c.pt, gelan-c.pt ...: downloaded once into ~/.cache/y9/weights). Default: the embedded "
+                "demonstration model."
             ),
         ] = None,
         conf: Annotated[float, typer.Option("--conf", min=0.0, max=1.0, help="Score threshold.")] = 0.25,
@@ -57,6 +66,12 @@ def register(app: typer.Typer) -> None:
         project: ProjectOption = None,
         name: NameOption = None,
         exist_ok: ExistOkOption = False,
+        resume: Annotated[
+            bool,
+            typer.Option("--resume", help="Go on with the stopped run in --name's folder: images it has results for "
+                                          "are left out, videos go on after their last frame done, the rest is "
+                                          "appended (what Ctrl-C prints)."),
+        ] = False,  # fmt: skip
         no_save: Annotated[
             bool, typer.Option("--no-save", help="Write no files (with --stdout: JSON lines on stdout only).")
         ] = False,
@@ -123,7 +138,8 @@ def register(app: typer.Typer) -> None:
         save_json: Annotated[
             bool,
             typer.Option("--save-json", help="predictions_coco.json: the COCO results format (image_id, "
-                         "category_id = class id, bbox x,y,w,h, score)."),
+                         "category_id: COCO's 91-class ids for COCO-80 models, else the class id; bbox x,y,w,h, "
+                         "score)."),
         ] = False,  # fmt: skip
     ) -> None:
         """Detect objects in images, folders, videos, streams and cameras; results are flushed per frame.
@@ -137,7 +153,8 @@ def register(app: typer.Typer) -> None:
 
         130 / 143: stopped by Ctrl-C / SIGTERM; the results of the frames done are on disk.
 
-        2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good).
+        2: an error (a bad model, option or source; a stream that cannot be opened or is lost for good; the only
+        input cannot be read: no run folder is left).
         """
         from rich.console import Console
 
@@ -150,14 +167,21 @@ def register(app: typer.Typer) -> None:
             from y9deploy.default_model import default_model_path
 
             model = default_model_path()
+            note(DEMO_NOTE)
+        else:
+            from y9deploy.model_file.official_weights import weights_path
+
+            model = weights_path(model)  # official weights by name (-m yolov9-c.pt): downloaded once
+        if resume and (name is None or no_save):
+            raise typer.BadParameter("--resume goes on with a named run folder; expected --name NAME (and no --no-save).")
         filters = _filters(classes, class_conf)
         tiling = _tiling(tile, overlap, full_frame, merge, merge_iou)
-        run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok,
+        run = None if no_save else run_folder("predict", project=project, name=name, exist_ok=exist_ok or resume,
                                               legacy=save_dir, inputs=source_roots(source))  # fmt: skip
         console = Console(stderr=True)
         stop, stopped_by = threading.Event(), []
         bar = _LazyBar(console)
-        on_interrupt(lambda: _kept(run, bar.frames), lambda: f"to predict again: {command_line()}")
+        on_interrupt(lambda: _kept(run, bar.frames), lambda: _go_on(run))
         with (
             writing(run, reuse=REUSE) if run is not None else nullcontext(),
             graceful_stop(stop, lambda m: console.print(f"[yellow]{m}"), stopped_by),
@@ -165,6 +189,7 @@ def register(app: typer.Typer) -> None:
         ):
             summary = predict_source(
                 source, model, save_dir=run.path if run is not None else None, append=bool(run and run.earlier),
+                resume=resume,
                 conf=conf, iou=iou, max_det=max_det, device=device, imgsz=imgsz, vid_stride=vid_stride,
                 save_images=not no_images, batch=batch, tile=tiling,
                 policy=policy.value if policy is not None else None,
@@ -184,6 +209,31 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(exit_code(stopped_by[0]))
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
+
+
+DEMO_NOTE = ("no --model given: using the embedded demonstration model (gelan-s trained on 112 coco128 images; it "
+             "finds little on images it has not seen); pass -m MODEL (e.g. -m yolov9-c.pt, downloaded once) for real "
+             "use.")  # fmt: skip
+
+#: options the command that goes on with a stopped run replaces (with the values they take)
+_RUN_OPTIONS = {"--name": 1, "--project": 1, "--save-dir": 1, "--exist-ok": 0, "--resume": 0}
+
+
+def _go_on(run) -> str:
+    """The command that goes on with a stopped run, as it can be pasted: the same arguments, the run's folder by
+    --project/--name, and --resume (the images done are left out, the results appended)."""
+    if run is None:
+        return f"to predict again: {command_line()}"
+    args, argv = [], list(command_line_args())
+    while argv:
+        arg = argv.pop(0)
+        flag = arg.split("=", 1)[0]
+        if flag in _RUN_OPTIONS:
+            if "=" not in arg:
+                del argv[: _RUN_OPTIONS[flag]]
+            continue
+        args.append(arg)
+    return f"to go on: {command_line([*args, '--project', str(run.path.parent), '--name', run.path.name, '--resume'])}"
 
 
 def _kept(run, frames: int) -> str:
@@ -265,6 +315,8 @@ def _report(summary, echo) -> None:
         f"{plural(summary.frames, 'frame')} ({plural(summary.images, 'image')}, {plural(summary.videos, 'video')}), "
         f"{plural(summary.detections, 'detection')}, {fps:.1f} frames/s{extra}"
     )
+    if summary.resumed:
+        echo(f"{plural(summary.resumed, 'frame')} done by the earlier run left out (--resume)")
     for path, reason in summary.skipped:
         echo(f"skipped {path}: {reason}")
     for line in count_lines(summary):

@@ -1,7 +1,7 @@
 """The tracking and counting options of ``y9 predict`` (and the parsing of their values).
 
-``--track bytetrack|botsort`` tracks the objects of videos and streams; ``--count-line x1,y1,x2,y2`` and ``--zone
-x1,y1,x2,y2,x3,y3,...`` (both repeatable, each optionally ``NAME=...``) count on the tracks and imply ``--track
+``--track bytetrack|botsort`` tracks the objects of videos and streams (``--track`` alone: bytetrack, see
+``optional_tracker``); ``--count-line x1,y1,x2,y2`` and ``--zone x1,y1,x2,y2,x3,y3,...`` (both repeatable, each optionally ``NAME=...``) count on the tracks and imply ``--track
 bytetrack`` when no tracker is named.
 """
 
@@ -20,9 +20,11 @@ class Tracker(str, Enum):
 
 TrackOption = Annotated[
     Tracker | None,
-    typer.Option("--track", help="Track objects across video/stream frames: bytetrack, or botsort (with camera-"
-                                 "motion compensation, for moving cameras). Adds track_id to every detection."),
+    typer.Option("--track", help="Track objects across video/stream frames: bytetrack (also --track alone), or "
+                                 "botsort (with camera-motion compensation, for moving cameras). Adds track_id to "
+                                 "every detection."),
 ]  # fmt: skip
+
 CountLineOption = Annotated[
     list[str] | None,
     typer.Option("--count-line", help="Count tracks crossing the line x1,y1,x2,y2 (frame pixels; NAME=x1,y1,x2,y2 "
@@ -33,6 +35,18 @@ ZoneOption = Annotated[
     typer.Option("--zone", help="Count tracks inside the polygon x1,y1,x2,y2,x3,y3,... (NAME=... to name it) per "
                                 "frame, with dwell times; repeatable; implies --track bytetrack."),
 ]  # fmt: skip
+
+
+def optional_tracker(args: list[str]) -> list[str]:
+    """``args`` with ``bytetrack`` after each ``--track`` that is not followed by a tracker's name (``--track`` alone,
+    or before another option or the source): the option's value is optional, which click cannot say."""
+    out: list[str] = []
+    names = {t.value for t in Tracker}
+    for k, arg in enumerate(args):
+        out.append(arg)
+        if arg == "--track" and (k + 1 == len(args) or args[k + 1] not in names):
+            out.append(Tracker.bytetrack.value)
+    return out
 
 
 def _named(text: str) -> tuple[str | None, str]:

@@ -39,6 +39,10 @@ class Y9Error(Exception):
     """Base class of every error y9 raises on purpose."""
 
 
+class Y9Notice(UserWarning):
+    """Base class of the warnings y9 gives on purpose (one sentence each; the CLI prints ``warning: <sentence>``)."""
+
+
 class ModelFileError(Y9Error, ValueError):
     """A model, checkpoint, ONNX or engine file is missing, corrupt, or not what was expected."""
 

@@ -194,7 +194,7 @@ def _coco_precision(d_img, d_cls, d_score, d_xywh, g_img, g_cls, g_xywh, n_image
     except ImportError as exc:
         raise ModuleNotFoundError(
             "COCO metrics need the faster-coco-eval package, which is not installed; "
-            "install it with: pip install 'y9[train]'."
+            "install it with: pip install faster-coco-eval (it comes with y9[onnx] and y9[train]; no torch)."
         ) from exc
 
     images = [{"id": i + 1, "height": 1, "width": 1} for i in range(n_images)]

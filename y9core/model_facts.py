@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from y9core.errors import ModelFileError
+from y9core.errors import ModelFileError, Y9Notice
 
 FACTS_FORMAT = "y9-model-facts/1"
 LAYOUTS = ("NCHW",)
@@ -44,7 +44,7 @@ MAX_SIDE = 16_384
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-class FactsWarning(UserWarning):
+class FactsWarning(Y9Notice):
     """An explicit setting differs from the model's facts (e.g. another input size than the trained one)."""
 
 

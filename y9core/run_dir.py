@@ -94,6 +94,19 @@ class RunDir:
     numbered: bool = False
     earlier: tuple[str, ...] = ()
     created: bool = False
+    parents_made: tuple[Path, ...] = ()  # the parent folders this run created for it (runs/ on a first run)
+
+    def remove_if_unused(self) -> bool:
+        """Remove the folder this run created, and the parents it created for it, while they hold nothing (the lock
+        file aside): a command that failed before writing leaves nothing behind. Returns whether it was removed."""
+        if not self.created or not self.path.is_dir() or any(p.name != LOCK_NAME for p in self.path.iterdir()):
+            return False
+        (self.path / LOCK_NAME).unlink(missing_ok=True)
+        self.path.rmdir()
+        for parent in self.parents_made:  # deepest first
+            if parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+        return True
 
     def reuse_note(self, action: str) -> str | None:
         """The one line a command prints when it writes into a folder holding earlier results (None: it did not),
@@ -143,18 +156,30 @@ def resolve_output_dir(
     """
     inputs = list(inputs)
     if explicit is None:
+        made = _missing_folders(Path(project))
         path = next_run_dir(project, task)
         try:
             _refuse_inputs(path, inputs, "output folder")
         except OutputError:
             path.rmdir()
             raise
-        return RunDir(path, numbered=True, created=True)
+        return RunDir(path, numbered=True, created=True, parents_made=made)
     path = Path(explicit)
     earlier = check_output_dir(path, exist_ok=exist_ok, inputs=inputs, option=option)
     created = not path.exists()
+    made = _missing_folders(path.parent)
     path.mkdir(parents=True, exist_ok=True)
-    return RunDir(path, numbered=False, earlier=tuple(earlier), created=created)
+    return RunDir(path, numbered=False, earlier=tuple(earlier), created=created, parents_made=made)
+
+
+def _missing_folders(folder: Path) -> tuple[Path, ...]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    for p in (folder, *folder.parents):
+        if p.exists() or p == Path(p.anchor) or str(p) in ("", "."):
+            break
+        missing.append(p)
+    return tuple(missing)
 
 
 def check_output_dir(

@@ -19,7 +19,7 @@ import numpy as np
 from y9core.errors import BackendUnavailableError
 
 CURVE_PX = (900, 600)  # (width, height) of the curve pictures
-MATRIX_PX = (1000, 850)  # of the confusion matrix pictures
+MATRIX_PX = (1300, 1150)  # of the confusion matrix pictures (room for 80 class names on each axis)
 LEGEND_MAX = 12
 _DPI = 100
 CONFIDENCE_CURVES = {"F1": "f1", "P": "precision", "R": "recall_at"}  # picture name -> ValCurves attribute
@@ -105,11 +105,17 @@ def plot_confidence_curve(curves: Any, names: list[str], which: str, path: str |
     return _save(fig, path)
 
 
+def tick_font_size(n: int) -> float:
+    """The type size (points) of ``n`` class names along a matrix axis of ``MATRIX_PX``: 8 up to 31, down to 5 for
+    the 81 rows of a COCO model (its 80 classes and the background), smaller still beyond."""
+    return 8.0 if n <= 31 else 6.0 if n <= 61 else max(3.0, 5.5 * 81 / max(n, 81))
+
+
 def plot_confusion_matrix(matrix: Any, names: list[str], path: str | Path, *, normalized: bool) -> Path:
     """``confusion_matrix.png`` (counts) or ``confusion_matrix_normalized.png`` (each true class's row sums to 1).
 
-    Only the classes that occur (in a row or a column) are drawn, plus the background; the axes name them when at
-    most 60 are drawn, and the cells carry their values when at most 30 are."""
+    Only the classes that occur (in a row or a column) are drawn, plus the background; the axes always name them
+    (``tick_font_size``: smaller type for more classes), and the cells carry their values when at most 30 are."""
     require_matplotlib()
     counts = matrix.counts
     nc = matrix.nc
@@ -121,10 +127,9 @@ def plot_confusion_matrix(matrix: Any, names: list[str], path: str | Path, *, no
     image = ax.imshow(values, cmap="Blues", vmin=0, vmax=1 if normalized else max(1, values.max()))
     fig.colorbar(image, ax=ax, shrink=0.8)
     ticks = range(len(shown))
-    named = len(shown) <= 61  # names on the axes up to 60 classes, values in the cells up to 30
-    size = 8 if len(shown) <= 31 else 6
-    ax.set_xticks(ticks, labels if named else [""] * len(shown), rotation=90, fontsize=size)
-    ax.set_yticks(ticks, labels if named else [""] * len(shown), fontsize=size)
+    size = tick_font_size(len(shown))
+    ax.set_xticks(ticks, labels, rotation=90, fontsize=size)
+    ax.set_yticks(ticks, labels, fontsize=size)
     if len(shown) <= 31:
         top = values.max() if values.size else 0
         for (i, j), v in np.ndenumerate(values):

@@ -13,7 +13,8 @@
   (``y9core.confusion``); ``confusion_matrix.png`` and ``confusion_matrix_normalized.png`` draw it.
 - ``PR_curve.png``, ``F1_curve.png``, ``P_curve.png``, ``R_curve.png`` (``y9core.val_plots``).
 - ``predictions.json`` (``save_json``): every detection in the COCO results format (``y9core.coco_results``;
-  image id = the file stem's number, else the stem; category id = class id), the input of a COCO evaluation.
+  image id = the file stem's number, else the stem; category id: COCO's 91-class id for COCO-80 models, else the class
+  id, ``y9core.coco_categories``), the input of a COCO evaluation.
 
 Each file is written atomically. Without matplotlib the pictures are left out and ``notes`` says so in one sentence.
 """
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from y9core.atomic_write import atomic_write
+from y9core.coco_categories import category_ids_for
 from y9core.coco_results import coco_image_id, coco_rows
 from y9core.confusion import DEFAULT_CONF, DEFAULT_IOU, confusion_matrix
 from y9core.errors import BackendUnavailableError
@@ -110,9 +112,10 @@ def write_val_report(
         files.append(atomic_write(folder / "curves.json", json.dumps(_clean(result.curves.to_dict(names))) + "\n"))
     if save_json:
         rows: list[dict[str, Any]] = []
+        categories = category_ids_for(names)
         for path, p in zip(result.image_files, result.predictions, strict=True):
             p = np.asarray(p).reshape(-1, 6)
-            rows.extend(coco_rows(p[:, :4], p[:, 4], p[:, 5].astype(np.int64), coco_image_id(Path(path).stem)))
+            rows.extend(coco_rows(p[:, :4], p[:, 4], p[:, 5].astype(np.int64), coco_image_id(Path(path).stem), categories))
         files.append(atomic_write(folder / "predictions.json", json.dumps(rows) + "\n"))
     notes: list[str] = []
     try:

@@ -190,6 +190,17 @@ def _slept(batch: list[np.ndarray], idle_ms: float) -> list[np.ndarray]:
     return batch
 
 
+def batch_refusal(path: Path, lo: int, hi: int, bad: list[int]) -> str:
+    """The sentence for batch sizes a model cannot take: a static batch says how to get a model that can."""
+    asked = ", ".join(map(str, bad))
+    if lo == hi:
+        how = ("y9 build-engine --batch 1:8:16 builds an engine with a batch range" if path.suffix == ".engine" else
+               "y9 export --dynamic-batch exports an ONNX that takes any batch")  # fmt: skip
+        return (f"{path.name} has a static batch of {count_range(lo, hi, 'image')}, so it cannot be benchmarked at "
+                f"batch {asked}; expected --batch {lo} (batch_sizes=({lo},)), or a model made for batches: {how}.")
+    return f"{path.name} accepts batches of {count_range(lo, hi, 'image')}, not {asked}."
+
+
 def benchmark(
     path: str | Path | list[str | Path],
     *,
@@ -240,9 +251,7 @@ def benchmark(
             lo, hi = det.backend.batch_range
             bad = [b for b in sizes if not lo <= b <= hi]
             if bad:
-                raise ValueError(
-                    f"{p.name} accepts batches of {count_range(lo, hi, 'image')}, not {', '.join(map(str, bad))}."
-                )
+                raise ValueError(batch_refusal(p, lo, hi, bad))
             for b in sizes:
                 if progress is not None:
                     progress(p.name, b)

@@ -27,6 +27,7 @@ BATCHES = 3  # train_batch0.jpg ... train_batch2.jpg
 MAX_IMAGES = 16  # per batch picture
 MAX_SIDE = 1920  # a batch picture's longest side, pixels
 LABELS_PX = (1500, 450)  # labels.jpg (width, height)
+SCATTER_MAX = 5000  # labels.jpg draws box centres and sizes as dots up to this many boxes, as a histogram beyond
 
 
 def batch_grid(images: np.ndarray, labels: np.ndarray, names: list[str], *, max_images: int = MAX_IMAGES) -> np.ndarray:
@@ -66,6 +67,7 @@ def plot_labels(labels: list[np.ndarray], names: list[str], path: str | Path) ->
         ImportError: matplotlib is not installed.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
 
     rows = np.concatenate([np.asarray(lb, np.float64).reshape(-1, 5) for lb in labels]) if labels else np.zeros((0, 5))
@@ -84,7 +86,11 @@ def plot_labels(labels: list[np.ndarray], names: list[str], path: str | Path) ->
                                                       (slice(3, 5), "box sizes", "width", "height"))):  # fmt: skip
         ax = fig.add_subplot(1, 3, j + 2)
         xy = rows[:, cols]
-        ax.hist2d(xy[:, 0], xy[:, 1], bins=50, range=[[0, 1], [0, 1]], cmap="Blues", cmin=1)
+        if len(xy) <= SCATTER_MAX:  # few boxes: each one a visible dot (a 2-D histogram draws 1 in near-white)
+            ax.scatter(xy[:, 0], xy[:, 1], s=20, color="#08519c", alpha=0.8, linewidths=0)
+        else:
+            ax.hist2d(xy[:, 0], xy[:, 1], bins=50, range=[[0, 1], [0, 1]], cmap="Blues", cmin=1,
+                      norm=LogNorm(vmin=0.3))  # fmt: skip
         ax.set_xlim(0, 1)
         ax.set_ylim(1, 0) if j == 0 else ax.set_ylim(0, 1)  # centres: image orientation (y down)
         ax.set_title(f"{title} (fraction of the image)")

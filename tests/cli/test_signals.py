@@ -145,11 +145,23 @@ def test_sigterm_during_predict_finishes_the_files_and_the_summary(tmp_path):
     assert out.startswith(f"{done} frames ({done} images, 0 videos)")
     assert _last_line(err) == (
         f"interrupted (SIGTERM): kept {Path('runs/p')} (predictions.jsonl, .csv and .json with the {done} frames "
-        f"done); to predict again: y9 predict {src} -m {model} --no-images --name p."
+        f"done); to go on: y9 predict {src} -m {model} --no-images --project runs --name p --resume."
     )
     import json
 
     assert len(json.loads((tmp_path / "runs" / "p" / "predictions.json").read_text())["results"]) == done
+    # issue 44 item 6: the printed command works when pasted, and does only the frames left
+    import shlex
+
+    pasted = shlex.split(_last_line(err).split("to go on: ", 1)[1].rstrip("."))
+    assert pasted[0] == "y9"
+    again = subprocess.run([sys.executable, "-m", "y9cli", *pasted[1:]], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300, env=_env(tmp_path))  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(f"{3000 - done} frames ({3000 - done} images, 0 videos)")
+    assert f"{done} frames done by the earlier run left out (--resume)" in again.stdout
+    sources = [r["source"] for r in read_jsonl(jsonl)]
+    assert len(sources) == len(set(sources)) == 3000  # every image once
 
 
 LATE = """

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
 from tests.deploy.embedded import COCO8, IMGSZ
+from y9core.coco_categories import COCO91_IDS
 from y9deploy.pipelines.predict.results import read_jsonl
 
 PX = 1e-3
@@ -70,7 +71,8 @@ def test_coco_results_are_the_detections(run):
         assert len(got) == len(dets)
         xyxy = [[x, y, x + bw, y + bh] for x, y, bw, bh in (g["bbox"] for g in got)]
         np.testing.assert_allclose(np.reshape(xyxy, (-1, 4)), boxes(dets), atol=PX, rtol=0)
-        assert [g["category_id"] for g in got] == [d["class_id"] for d in dets]
+        # a COCO-80 model: COCO's own category ids (1-90 with gaps), what COCO tools expect (issue 44 item 8)
+        assert [g["category_id"] for g in got] == [COCO91_IDS[d["class_id"]] for d in dets]
         np.testing.assert_allclose([g["score"] for g in got], [d["confidence"] for d in dets], atol=1e-6)
 
 

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import shared_path
+from y9core.coco_categories import COCO91_IDS
 from y9core.val_plots import CURVE_PX, MATRIX_PX
 from y9core.val_report import PICTURES
 
@@ -65,6 +66,15 @@ def _ground_truth(data: Path) -> tuple[COCO, dict[int, np.ndarray]]:
     return gt, boxes
 
 
+def _predictions(out: Path) -> list[dict]:
+    """predictions.json with each row's category id read back as the class id: a COCO-80 model's file carries COCO's
+    own 91-class ids (issue 44 item 8), the ground truth here numbers the classes 0-79."""
+    rows = json.loads((out / "predictions.json").read_text())
+    assert rows and {r["category_id"] for r in rows} <= set(COCO91_IDS)
+    back = {cat: k for k, cat in enumerate(COCO91_IDS)}
+    return [{**r, "category_id": back[r["category_id"]]} for r in rows]
+
+
 def test_pictures_have_their_sizes(report):
     out, _, _ = report
     for name in PICTURES:
@@ -78,7 +88,7 @@ def test_pictures_have_their_sizes(report):
 def test_curves_equal_pycocotools_evaluation_of_predictions_json(report):
     out, data, doc = report
     gt, _ = _ground_truth(data)
-    preds = json.loads((out / "predictions.json").read_text())
+    preds = _predictions(out)
     assert len(preds) >= doc["detections"] > 0 and doc["images"] == 16  # (metrics count after the max_det cut)
     ev = COCOeval(gt, gt.loadRes(preds), "bbox")
     ev.evaluate()
@@ -141,7 +151,7 @@ def _slow_confusion_diagonal(preds: list[dict], boxes: dict[int, np.ndarray], co
 def test_confusion_matrix_diagonal_from_predictions_json(report):
     out, data, _ = report
     _, boxes = _ground_truth(data)
-    preds = json.loads((out / "predictions.json").read_text())
+    preds = _predictions(out)
     meta = json.loads((out / "metrics.json").read_text())["confusion_matrix"]
     with open(out / "confusion_matrix.csv", newline="") as fh:
         rows = list(csv.reader(fh))

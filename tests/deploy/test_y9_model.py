@@ -3,6 +3,9 @@ own facts (the size it was trained at, its class names)."""
 
 from __future__ import annotations
 
+from functools import wraps
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -55,24 +58,28 @@ def test_info_of_an_engine_reads_its_manifest(embedded_export, tmp_path):
 
 
 def test_predict_is_the_detectors_on_frames_paths_and_folders(embedded_pt, coco8, tmp_path):
+    """Every source gives a list of ``y9.Result`` whose detections are the Detector's, each naming its image."""
     folder = tmp_path / "images"
     folder.mkdir()
     for p in COCO8[:3]:
         (folder / p.name).write_bytes(p.read_bytes())
     with y9.Detector(embedded_pt) as det, y9.Model(embedded_pt) as model:
         want = det.predict([c.frame for c in coco8[:3]])
-        one = model.predict(coco8[0].frame, conf=0.5)
-        assert isinstance(one, y9.Detections)
+        (one,) = model.predict(coco8[0].frame, conf=0.5)
+        assert isinstance(one, y9.Result) and isinstance(one.detections, y9.Detections)
+        assert one.path == "image0" and one.frame is None and one.orig_shape == coco8[0].frame.shape[:2]
         ref = det.predict(coco8[0].frame, conf=0.5)
-        np.testing.assert_array_equal(one.xyxy, ref.xyxy)
-        for got in (model.predict([c.path for c in coco8[:3]]), model.predict(folder)):
-            assert len(got) == 3
+        np.testing.assert_array_equal(one.detections.xyxy, ref.xyxy)
+        paths = [c.path for c in coco8[:3]]
+        for got, named in ((model.predict(paths, batch=3), paths), (model.predict(folder, batch=3),
+                                                                    sorted(folder.iterdir()))):  # fmt: skip
+            assert [r.path for r in got] == [str(p) for p in named]
             for g, w in zip(got, want, strict=True):
-                np.testing.assert_array_equal(g.xyxy, w.xyxy)
-                np.testing.assert_array_equal(g.class_id, w.class_id)
+                np.testing.assert_array_equal(g.detections.xyxy, w.xyxy)
+                np.testing.assert_array_equal(g.detections.class_id, w.class_id)
 
 
-def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch):
+def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypatch, tmp_path):
     """The library functions are the things that work; what the Model hands them is checked here."""
     import y9.val as val_module
     import y9deploy.export.onnx_export as export_module
@@ -86,8 +93,9 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
         return ValResult(metrics={}, imgsz=_recorded_imgsz(embedded_pt))  # what val_model says it ran at
 
     monkeypatch.setattr(val_module, "val_model", fake_val)
-    monkeypatch.setattr(export_module, "export_onnx", lambda src, path, **kw: seen.setdefault("export", {**kw,
-                                                                                                      "path": path}))
+    fake_export = wraps(export_module.export_onnx_report)(  # its signature: the options Model.export checks
+        lambda src, path, **kw: seen.setdefault("export", {**kw, "path": path}) and SimpleNamespace(path=path))
+    monkeypatch.setattr(export_module, "export_onnx_report", fake_export)
     monkeypatch.setattr(train_module, "train", lambda **kw: seen.setdefault("train", kw) and None)
     h, w = _recorded_imgsz(embedded_pt)
     model = y9.Model(embedded_pt)
@@ -100,8 +108,17 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
     assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
     assert seen["report"]["about"]["imgsz"] == [h, w]  # the size it ran at, recorded in metrics.json
+    seen.pop("report")
+    model.val(TEST_DATA / "coco8.yaml", project=tmp_path / "runs", name="v")  # y9 val's run folder options
+    assert seen["report"]["folder"] == tmp_path / "runs" / "v"
+    with pytest.raises(TypeError, match=r"Model.val\(\) got save_dir and project/name"):
+        model.val(TEST_DATA / "coco8.yaml", save_dir="out", name="v2")
     model.export("out.onnx", dynamic_batch=True)
     assert seen["export"]["dynamic_batch"] is True and "imgsz" not in seen["export"]  # export_onnx: the facts
+    with pytest.raises(TypeError, match="Model.export\\(\\) has no option 'chek' \\(did you mean 'check'\\?\\)"):
+        model.export("out.onnx", chek=False)
+    with pytest.raises(TypeError, match="Model.val\\(\\) has no option 'epochs'"):
+        model.val(TEST_DATA / "coco8.yaml", epochs=3)
     with pytest.raises(AttributeError):  # the fake train returns None: the Model keeps its weights
         model.train(TEST_DATA / "coco8.yaml", epochs=1)
     assert "imgsz" not in seen["train"] and seen["train"]["model"] == str(embedded_pt)  # the trainer's rule

@@ -59,3 +59,19 @@ def test_previews_draw_the_first_batches_in_the_background(tmp_path, monkeypatch
     off = TrainingPreviews(None, NAMES)  # a resumed run, another process of a distributed run
     off.offer(0, synthetic_batch())
     assert off.close() == []
+
+
+def _strong_blue(img: np.ndarray) -> int:
+    """Pixels of the centre and size panels (the right two thirds) drawn in a clearly visible blue."""
+    right = img[:, img.shape[1] // 3 :].astype(int)
+    return int(((right[..., 0] - right[..., 2]) > 80).sum())
+
+
+@pytest.mark.parametrize("n_boxes", [12, 6000])
+def test_labels_picture_shows_every_box_on_small_and_large_data(tmp_path, n_boxes):
+    """issue 44 item 8: 12 boxes are 12 visible dots per panel (a 2-D histogram drew each in near-white)."""
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(0)
+    rows = np.c_[rng.integers(0, 3, n_boxes), rng.uniform(0.1, 0.9, (n_boxes, 2)), rng.uniform(0.02, 0.4, (n_boxes, 2))]
+    img = cv2.imread(str(plot_labels([rows], NAMES, tmp_path / "labels.jpg")))
+    assert _strong_blue(img) >= 12 * 2 * 8  # at least ~8 visible pixels per box in each panel

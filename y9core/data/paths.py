@@ -35,8 +35,10 @@ def label_path_for(image: str | Path) -> Path:
     return Path(*parts).with_suffix(".txt")
 
 
-def _read_list_file(list_file: Path) -> list[tuple[int, Path]]:
-    """``(line number, image path)`` listed one per line; relative entries are relative to the list file's folder."""
+def read_list_file(list_file: Path) -> list[tuple[int, Path]]:
+    """``(line number, image path)`` listed one per line; relative entries are relative to the list file's folder
+    (blank lines and ``#`` comments skipped). The one reader of list files: data.yaml splits and ``y9 predict
+    list.txt``."""
     out = []
     base = list_file.parent
     try:
@@ -94,7 +96,7 @@ def list_images(
                 else:
                     files.append(p)
         elif src.is_file() and src.suffix.lower() == ".txt":
-            listed = _read_list_file(src)
+            listed = read_list_file(src)
             missing = [(n, p) for n, p in listed if len(str(p)) >= PATH_MAX or not p.exists()]
             if missing:
                 n, first = missing[0]

@@ -14,20 +14,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from y9core.coco_categories import COCO_NAMES  # noqa: F401 - the 80 COCO class names, re-exported here
 from y9train.models import blocks as B
 from y9train.models.head import DDetect, DualDDetect
-
-COCO_NAMES = (
-    "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
-    "fire hydrant", "stop sign", "parking meter", "bench", "bird", "cat", "dog", "horse", "sheep", "cow",
-    "elephant", "bear", "zebra", "giraffe", "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee",
-    "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove", "skateboard", "surfboard",
-    "tennis racket", "bottle", "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple",
-    "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch",
-    "potted plant", "bed", "dining table", "toilet", "tv", "laptop", "mouse", "remote", "keyboard",
-    "cell phone", "microwave", "oven", "toaster", "sink", "refrigerator", "book", "clock", "vase",
-    "scissors", "teddy bear", "hair drier", "toothbrush",
-)  # fmt: skip
 
 # Layers that hold no computation worth re-running under gradient checkpointing.
 _LIGHT = (B.Input, B.Concat, B.Upsample, B.CBFuse, DDetect, DualDDetect)

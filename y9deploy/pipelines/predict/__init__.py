@@ -1,7 +1,8 @@
 """Prediction runs, the top of ``y9deploy.pipelines``: a Detector over images, folders, videos, streams and cameras,
 with results written as it goes (``y9 predict``, ``y9.Model.predict(..., save_dir=...)``).
 
-- ``run``: ``predict_source``, one run over a source; ``collect_sources`` and ``check_save_dir``;
+- ``run``: ``predict_source``, one run over a source; ``collect_sources``, ``check_save_dir``, ``done_frames`` (what
+  ``resume`` leaves out) and ``frame_runner`` (a run's options as Detector calls, also for ``y9.Model.predict``);
 - ``session``: ``PredictSession``, the per-image and per-video loops of one run;
 - ``summary``: ``PredictSummary``, what a run did, and its exit code;
 - ``results``: ``ResultsWriter``, JSON lines and CSV rows flushed per frame, and ``read_jsonl``;

@@ -11,7 +11,9 @@
 - ``--save-crop``: ``crops/<class name>/<stem>_<k>.jpg``: the pixels of detection k of the frame, the box rounded
   outwards to whole pixels (``crop_box``) and clipped to the frame.
 - ``--save-json``: ``predictions_coco.json``, the COCO results format (``Detections.to_coco``): a list of
-  ``{"image_id", "category_id", "bbox": [x, y, w, h], "score"}`` in frame pixels, category id = class id. The image
+  ``{"image_id", "category_id", "bbox": [x, y, w, h], "score"}`` in frame pixels; category id: COCO's 91-class id
+  for a model whose classes are the 80 COCO classes (what COCO tools expect), else the class id
+  (``y9core.coco_categories.category_ids_for``). The image
   id is the file stem as an int when it is a number (COCO's own file names: 000000000139.jpg -> 139), else the
   stem (``<stem>_<frame>`` for video frames). Written at the end, also after a Ctrl-C.
 
@@ -30,6 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from y9core.coco_categories import category_ids_for
 from y9core.coco_results import coco_image_id
 
 LABELS_DIR, CROPS_DIR, COCO_JSON_NAME = "labels", "crops", "predictions_coco.json"
@@ -124,7 +127,14 @@ class PredictionFiles:
                 folder.mkdir(exist_ok=True)
                 cv2.imwrite(str(folder / f"{stem}_{k}.jpg"), image[y1:y2, x1:x2])
         if self.coco_path is not None:
-            self.coco_rows.extend(dets.to_coco(coco_image_id(stem)))
+            self.coco_rows.extend(dets.to_coco(coco_image_id(stem), category_ids_for(dets.names)))
+
+    def discard(self) -> list[Path]:
+        """End a run that wrote nothing: the folders made for it are removed when empty; returns []."""
+        for folder in (self.labels_dir, self.crops_dir):
+            if folder is not None and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        return []
 
     def close(self) -> list[Path]:
         """Write the COCO results file (atomically); returns the folders and files written."""

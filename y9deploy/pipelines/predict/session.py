@@ -67,6 +67,9 @@ class PredictSession:
     on_frame: Callable[[str, int], None] | None
     track: Any = None  # y9deploy.tracking.source_tracking.TrackOptions
     files: PredictionFiles | None = None  # label files, crops, COCO rows
+    # called with each frame's (source, frame index, image, Detections, track ids or None) once its files are written
+    on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None
+    last_done: dict[str, int] = field(default_factory=dict)  # video -> last frame a resumed run had done
     used: set[str] = field(default_factory=set)
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
@@ -113,6 +116,8 @@ class PredictSession:
                     out = _unique(self.out_dir, name, self.used, self.inputs)
                     write_image(out, draw_detections(frame, dets))  # an OSError names the file and stops
                     self.summary.outputs.append(out)
+                if self.on_result is not None:
+                    self.on_result(str(path), None, frame, dets, None)
 
     def video(self, video: str | Path, reading: dict[str, Any]) -> None:
         """One video file, stream or camera through a ``FrameReader`` (``reading``: its options): the frames
@@ -141,6 +146,10 @@ class PredictSession:
                 frames = self._next_frames(reader)
                 if frames is None:
                     break
+                if str(video) in self.last_done:  # resumed: the frames done are decoded, not predicted again
+                    kept = [f for f in frames if f.index > self.last_done[str(video)]]
+                    self.summary.resumed += len(frames) - len(kept)
+                    frames = kept
                 if not frames:
                     continue
                 t = time.perf_counter()
@@ -168,6 +177,8 @@ class PredictSession:
                                               "not open it (an unwritable folder, a full disk, or no mp4v encoder).")
                         writer.write(image if image is not None else draw_detections(f.image, dets))
                         written += 1
+                    if self.on_result is not None:
+                        self.on_result(str(video), f.index, f.image, dets, extra.get("track_id"))
         finally:
             reader.stop()
             self.summary.dropped += reader.stats.dropped

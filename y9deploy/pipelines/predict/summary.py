@@ -31,6 +31,7 @@ class PredictSummary:
     reconnects: int = 0
     counts: dict[str, Any] = field(default_factory=dict)  # source -> counting.CountSummary (with ``track``)
     files: list[Path] = field(default_factory=list)  # labels/, crops/, predictions_coco.json (``SaveOptions``)
+    resumed: int = 0  # frames (images, video frames) left out because the run being resumed had done them
 
     @property
     def exit_code(self) -> int:

@@ -23,14 +23,16 @@ from y9deploy.pipelines.sources.kinds import (
     expand_glob,
     glob_root,
     has_glob,
+    is_list_file,
     is_url,
     read_url_image,
+    source_entries,
     source_roots,
     url_kind,
 )
 
 __all__ = [
     "IMAGE_SUFFIXES", "MAX_URL_IMAGE_BYTES", "URL_TIMEOUT_S", "VIDEO_SUFFIXES", "Frame", "FrameReader", "ReaderStats",
-    "ReconnectPolicy", "VideoReader", "content_kind", "expand_glob", "glob_root", "has_glob", "is_live", "is_url",
-    "read_url_image", "source_roots", "url_kind",
+    "ReconnectPolicy", "VideoReader", "content_kind", "expand_glob", "glob_root", "has_glob", "is_list_file", "is_live",
+    "is_url", "read_url_image", "source_entries", "source_roots", "url_kind",
 ]  # fmt: skip

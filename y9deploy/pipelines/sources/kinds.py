@@ -6,7 +6,9 @@ URL, or a live stream.
   to its end; ``.m3u8``, ``.mjpg`` ... a stream), else by the ``Content-Type`` the server answers (``image/*``,
   ``video/*``, ``multipart/x-mixed-replace`` for MJPEG, the HLS playlist types); a server that cannot be asked is
   taken for a stream, as before;
-- ``rtsp://``, ``rtsps://``, ``rtmp://``, ``udp://``, ``tcp://``: streams; ``0``, ``1`` ...: cameras.
+- ``rtsp://``, ``rtsps://``, ``rtmp://``, ``udp://``, ``tcp://``: streams; ``0``, ``1`` ...: cameras;
+- ``list.txt``: a list of sources, one per line (images, videos, folders; relative to the list's folder: the rule of
+  data.yaml's list files, ``y9core.data.paths.read_list_file``); a Python list or tuple of sources likewise.
 """
 
 from __future__ import annotations
@@ -118,8 +120,50 @@ def expand_glob(pattern: str) -> list[Path]:
     return files
 
 
+def is_list_file(source: Any) -> bool:
+    """A ``.txt`` file that lists sources, one per line."""
+    return isinstance(source, (str, Path)) and str(source).lower().endswith(".txt") and Path(source).is_file()
+
+
+def source_entries(source: Any) -> list[Any]:
+    """``source`` as the single sources it names: a list or tuple, and a ``.txt`` list file, are opened up (in
+    order); anything else is itself.
+
+    Raises:
+        FileNotFoundError: a list file names a path that does not exist (the line is named). ValueError: an
+        empty list or list file.
+    """
+    if isinstance(source, (list, tuple)):
+        entries = [e for item in source for e in source_entries(item)]
+        if not entries:
+            raise ValueError("the list of sources is empty; expected at least one image, video, folder or URL.")
+        return entries
+    if not is_list_file(source):
+        return [source]
+    from y9core.data.paths import read_list_file
+    from y9core.errors import DataError
+
+    try:
+        listed = read_list_file(Path(source))
+    except DataError as exc:
+        raise ValueError(str(exc)) from None
+    if not listed:
+        raise ValueError(f"list file {source} names no source; expected one image, video or folder path per line.")
+    for n, path in listed:
+        if not is_url(str(path)) and not path.exists():
+            raise FileNotFoundError(f"list file {source} line {n} names {path}, which does not exist; expected an "
+                                    "existing image, video or folder (relative paths are relative to the list's "
+                                    "folder).")  # fmt: skip
+    return [p for _, p in listed]
+
+
 def source_roots(source: Any) -> list[Path]:
-    """The local files and folders ``source`` reads (none for URLs and cameras; a glob's fixed folder)."""
+    """The local files and folders ``source`` reads (none for URLs and cameras; a glob's fixed folder; the entries
+    of a list)."""
+    if isinstance(source, (list, tuple)) or is_list_file(source):
+        return [root for entry in source_entries(source) for root in source_roots(entry)]
+    if not isinstance(source, (str, Path, int)):
+        return []  # an in-memory image
     text = str(source)
     if is_url(text) or text.isdigit():
         return []

@@ -1,0 +1,157 @@
+"""``y9.Result``: one frame's detections with where they came from, what ``y9.Model.predict`` and ``.track`` return.
+
+    for r in y9.Model("best.pt").predict("clip.mp4", stream=True):
+        print(r.path, r.frame, r.orig_shape, len(r))    # source, frame index (None for an image), (h, w), count
+        annotated = r.plot()                          # an annotated copy of r.orig_img (BGR)
+        r.save("out/frame.jpg")                       # the annotated copy, written atomically
+        r.to_json()                                   # the JSON line y9 predict writes to predictions.jsonl
+        r.to_coco()                                   # COCO results rows (COCO's 91 category ids for COCO-80 models)
+        r.to_supervision()                            # sv.Detections (tracker_id too when tracked)
+
+The detections themselves are ``r.detections`` (``y9.Detections``: ``xyxy``, ``confidence``, ``class_id``,
+``names``). Nothing here runs a model: a ``Result`` is a validated record plus its conversions, each delegated to
+the one function the ``y9 predict`` files use (``frame_record``, ``coco_rows``, ``draw_detections``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from y9deploy.detections import Detections
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """One frame's detections and their origin.
+
+    Attributes:
+        path: the source as given (an image or video path, a URL, a camera index; ``imageN`` for an in-memory image).
+        frame: the frame index in a video, stream or camera (None: an image).
+        orig_img (ndarray[H, W, 3] uint8 BGR): the frame the boxes are in (pixels of this image).
+        detections: the frame's ``y9.Detections``.
+        track_id (ndarray[N] int64 | None): each detection's track (-1: none) when tracked, else None.
+        save_dir: the run folder the frame's outputs went to (``save=True``), else None.
+    Raises (on construction): TypeError / ValueError, one sentence, for a wrong type or shape.
+    """
+
+    path: str
+    frame: int | None
+    orig_img: np.ndarray
+    detections: Detections
+    track_id: np.ndarray | None = None
+    save_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        img = self.orig_img
+        if not isinstance(img, np.ndarray) or img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            got = f"shape {img.shape} {img.dtype}" if isinstance(img, np.ndarray) else type(img).__name__
+            raise ValueError(f"Result.orig_img is {got}; expected an ndarray[H, W, 3] uint8 BGR image.")
+        if not isinstance(self.detections, Detections):
+            raise TypeError(f"Result.detections is a {type(self.detections).__name__}; expected y9.Detections.")
+        if self.track_id is not None:
+            ids = np.asarray(self.track_id, np.int64).reshape(-1)
+            if len(ids) != len(self.detections):
+                raise ValueError(f"Result.track_id has {len(ids)} ids for {len(self.detections)} detections; "
+                                 "expected one per detection.")  # fmt: skip
+            object.__setattr__(self, "track_id", ids)
+        object.__setattr__(self, "path", str(self.path))
+        object.__setattr__(self, "frame", None if self.frame is None else int(self.frame))
+
+    # -- what it is --------------------------------------------------------------------------------------
+    @property
+    def orig_shape(self) -> tuple[int, int]:
+        """(h, w) of the frame."""
+        return int(self.orig_img.shape[0]), int(self.orig_img.shape[1])
+
+    @property
+    def names(self) -> list[str] | dict[int, str]:
+        return self.detections.names
+
+    def __len__(self) -> int:
+        return len(self.detections)
+
+    def __repr__(self) -> str:
+        where = self.path if self.frame is None else f"{self.path} frame {self.frame}"
+        h, w = self.orig_shape
+        tracked = ", tracked" if self.track_id is not None else ""
+        return f"Result({where}, {h}x{w}, {len(self)} detections{tracked})"
+
+    @property
+    def stem(self) -> str:
+        """The name the frame's files get: the source's stem, with ``_<frame>`` for video frames."""
+        stem = Path(self.path.split("?", 1)[0]).stem or "image"
+        return stem if self.frame is None else f"{stem}_{self.frame}"
+
+    # -- pictures ----------------------------------------------------------------------------------------
+    def plot(self, **options: Any) -> np.ndarray:
+        """An annotated COPY of ``orig_img``: boxes and "name score" labels (``#id`` first when tracked), one fixed
+        colour per class (``y9deploy.draw.draw_detections``; ``options`` as there: ``thickness``, ``font_scale``,
+        ``show_labels``, ``show_scores``)."""
+        from y9deploy.draw import draw_detections
+
+        if self.track_id is None:
+            return draw_detections(self.orig_img, self.detections, **options)
+        import cv2
+
+        out = draw_detections(self.orig_img, self.detections, **{**options, "show_labels": False})
+        for box, tid in zip(self.detections.xyxy, self.track_id.tolist()):
+            if tid >= 0:
+                x, y = int(box[0]) + 2, int(box[3]) - 4
+                cv2.putText(out, f"#{tid}", (x, max(10, y)), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1,
+                            cv2.LINE_AA)  # fmt: skip
+        return out
+
+    def save(self, filename: str | Path | None = None, **options: Any) -> Path:
+        """Write ``plot()`` to ``filename`` (default: ``<stem>.jpg`` in ``save_dir``, else in the current folder),
+        atomically; returns the path. ``options`` as ``plot``."""
+        from y9core.image_write import write_image
+
+        if filename is None:
+            filename = Path(self.save_dir or ".") / f"{self.stem}.jpg"
+        path = Path(filename)
+        write_image(path, self.plot(**options))
+        return path
+
+    # -- data --------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The frame's record as ``y9 predict`` writes it to predictions.jsonl: ``{"source", "frame",
+        "detections": [{"xyxy", "confidence", "class_id", "class_name"(, "track_id")}]}`` plus ``"shape": [h, w]``."""
+        from y9deploy.pipelines.predict.results import frame_record
+
+        rec = frame_record(self.path, self.frame, self.detections, track_id=self.track_id)
+        rec["shape"] = list(self.orig_shape)
+        return rec
+
+    def to_json(self, **kwargs: Any) -> str:
+        """``json.dumps(self.to_dict(), **kwargs)``."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    def to_coco(self, image_id: int | str | None = None, category_ids: Any = "auto") -> list[dict[str, Any]]:
+        """COCO results rows ``{"image_id", "category_id", "bbox": [x, y, w, h], "score"}`` in frame pixels.
+
+        Args:
+            image_id: default the file stem's number when it is one (COCO's 000000000139.jpg -> 139), else the stem.
+            category_ids: class id -> category id; "auto": COCO's 91 category ids when the model's classes are the
+                80 COCO classes (``y9core.coco_categories``), else the class id; None: the class id.
+        """
+        from y9core.coco_categories import category_ids_for
+        from y9core.coco_results import coco_image_id
+
+        if image_id is None:
+            image_id = coco_image_id(self.stem)
+        if isinstance(category_ids, str) and category_ids == "auto":
+            category_ids = category_ids_for(self.detections.names)
+        return self.detections.to_coco(image_id, category_ids)
+
+    def to_supervision(self) -> Any:
+        """supervision's ``sv.Detections`` of the frame (``Detections.to_supervision``), with ``tracker_id`` when
+        tracked (-1 where a detection has no track)."""
+        out = self.detections.to_supervision()
+        if self.track_id is not None:
+            out.tracker_id = self.track_id.copy()
+        return out
