@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError
+from y9core.model_facts import FactsWarning
 from y9core.shorten import quoted
 
 Names = Sequence[str] | Mapping[int, str]
@@ -100,7 +101,7 @@ def _warn_repeated(names: list[str] | dict[int, str]) -> None:
     shown = "; ".join(f"{quoted(n, 40)} for classes {_ids(v)}" for n, v in repeated[:3])
     more = f" and {len(repeated) - 3} more names" if len(repeated) > 3 else ""
     warnings.warn(f"the class names repeat {shown}{more}: detections of those classes cannot be told apart by name; "
-                  "expected distinct class names.", stacklevel=4)  # fmt: skip
+                  "expected distinct class names.", FactsWarning, stacklevel=4)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
