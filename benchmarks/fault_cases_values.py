@@ -1,0 +1,228 @@
+"""Issue 46 items 3 and 4, for ``bench_faults.py`` (outcomes as in ``fault_cases``): bad values at the boundary of
+``y9deploy.Detections`` (a child Python process calls the public API as an application would: ``clear`` when it gets
+one ValueError sentence naming the row and what was expected), unwarned oddities (a y9 ONNX without its digest,
+an engine manifest's unreadable metadata, repeated images, repeated class names), messages (a 300-character class
+name, a zone over the point limit) and geometry options (count lines, zones, inspection polygons)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from fault_cases import Context, Outcome, judge, photos
+
+from tests.reliability.bounded_run import Run
+from tests.train.data_fixtures import coco_pair_dataset
+
+_API = """
+import sys, warnings
+import numpy as np
+from y9deploy import Detections
+warnings.simplefilter("always")
+warnings.showwarning = lambda m, *a, **k: print(f"warning: {m}", file=sys.stderr)
+class SV:  # what supervision's sv.Detections carries
+    def __init__(self, xyxy, confidence, class_id, data=None):
+        self.xyxy, self.confidence, self.class_id, self.data = np.asarray(xyxy, float), np.asarray(confidence), np.asarray(class_id), data or {}
+try:
+    d = %s
+    print(d.to_json())
+    print(__import__("json").dumps(d.to_coco(1), allow_nan=False))
+except ValueError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def _api_run(ctx: Context, d: Path, expression: str) -> Run:
+    env = {**os.environ, "PYTHONPATH": str(ctx.code), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", _API % expression], cwd=d, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    return Run(proc.returncode, proc.stdout, proc.stderr, float("nan"))
+
+
+def api_error(name: str, expression: str, words: str):
+    def case(ctx: Context, d: Path) -> Outcome:
+        return judge(f"Detections: {name}", _api_run(ctx, d, expression), [words], expect="error")
+
+    return case
+
+
+def api_warning(name: str, expression: str, words: str):
+    def case(ctx: Context, d: Path) -> Outcome:
+        return judge(f"Detections: {name}", _api_run(ctx, d, expression), [words], expect="report")
+
+    return case
+
+
+_BOX = "[[10, 20, 30, 40]]"
+DETECTION_CASES = [
+    ("from_supervision: class id -1", api_error(
+        "class id -1 (from_supervision)", f"Detections.from_supervision(SV({_BOX}, [0.5], [-1]), ['a'])",
+        "class_id row 0 is -1; expected a class id >= 0")),
+    ("from_supervision: NaN box", api_error(
+        "NaN box (from_supervision)", "Detections.from_supervision(SV([[np.nan, 2, 3, 4]], [0.5], [0]), ['a'])",
+        "expected finite x1, y1, x2, y2")),
+    ("from_supervision: inverted box", api_error(
+        "inverted box (from_supervision)", "Detections.from_supervision(SV([[30, 20, 10, 40]], [0.5], [0]), ['a'])",
+        "an inverted box; expected x1 <= x2 and y1 <= y2")),
+    ("from_supervision: confidence 7", api_error(
+        "confidence 7 (from_supervision)", f"Detections.from_supervision(SV({_BOX}, [7.0], [0]), ['a'])",
+        "confidence row 0 is 7; expected a score in [0, 1]")),
+    ("from_supervision: confidence -3", api_error(
+        "confidence -3 (from_supervision)", f"Detections.from_supervision(SV({_BOX}, [-3.0], [0]), ['a'])",
+        "confidence row 0 is -3; expected a score in [0, 1]")),
+    ("from_supervision: fewer names than classes", api_error(
+        "fewer names than classes (from_supervision)",
+        "Detections.from_supervision(SV([[1, 2, 3, 4], [1, 2, 3, 4]], [0.5, 0.5], [0, 4]), ['a', 'b'])",
+        "class_id row 1 is 4, a class without a name")),
+    ("constructor: inf box", api_error(
+        "inf box (constructor)", "Detections([[0, 0, np.inf, 5]], [0.5], [0], ['a'])", "expected finite")),
+    ("from_rows: 1e300 box", api_error(
+        "1e300 box (from_rows)", "Detections.from_rows(np.array([[0, 0, 1e300, 5, 0.5, 0]]), ['a'])",
+        "expected finite")),
+    ("constructor: 80 duplicate names", api_warning(
+        "80 duplicate class names (constructor)", f"Detections({_BOX}, [0.5], [3], ['thing'] * 80)",
+        "the class names repeat 'thing' for classes 0, 1, 2")),
+]  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------ notes
+def _strip_digest(src: Path, dst: Path) -> Path:
+    from y9deploy.model_file.onnx_digest import _split  # the body without its digest entry
+
+    body, _ = _split(src.read_bytes())
+    dst.write_bytes(bytes(body))
+    return dst
+
+
+def _y9_onnx(ctx: Context, d: Path) -> Path:
+    """A y9 export (sealed) with its y9_digest entry removed."""
+    from y9deploy.model_file.onnx_digest import seal
+
+    sealed = d / "sealed.onnx"
+    sealed.write_bytes(seal(ctx.onnx.read_bytes()))
+    return _strip_digest(sealed, d / "m.onnx")
+
+
+def unchecked_onnx(command: str):
+    def case(ctx: Context, d: Path) -> Outcome:
+        onnx = _y9_onnx(ctx, d)
+        src = photos(d / "src", 2)
+        args = {"predict": ["predict", str(src), "-m", str(onnx), "--save-dir", str(d / "out")],
+                "benchmark": ["benchmark", str(onnx), "--iters", "3", "--warmup", "1"],
+                "info": ["info", str(onnx)]}[command]  # fmt: skip
+        run = ctx.y9(args, d)
+        words = "not checked" if command != "info" else "bytes not checked"
+        return judge(f"{command}: a y9 ONNX without its digest entry", run, [words], expect="report")
+
+    return case
+
+
+def engine_metadata_unreadable(ctx: Context, d: Path) -> Outcome:
+    from y9deploy.engine.manifest import manifest_path
+
+    onnx = shutil.copy(ctx.onnx, d / "m.onnx")
+    built = ctx.y9(["build-engine", str(onnx), "--target", "sm89", "--batch", "1:2:4"], d)
+    if built.returncode != 0:
+        raise RuntimeError(f"build-engine failed: {built.stderr[-500:]}")
+    path = manifest_path(d / "m.engine")
+    data = json.loads(path.read_text())
+    data["onnx_metadata"] = {"names": "{{{"}
+    path.write_text(json.dumps(data))
+    run = ctx.y9(["info", str(d / "m.engine"), "--json"], d)
+    try:
+        report = json.loads(run.stdout)
+        fair = not any(c.startswith("manifest entries") and "except" not in c for c in report["checked"])
+    except (json.JSONDecodeError, KeyError):
+        fair = False
+    out = judge("info: an engine whose manifest metadata is unreadable", run, ["onnx_metadata: NOT checked"],
+                expect="report")  # fmt: skip
+    return out if fair or out.outcome == "crash" else Outcome(out.case, "silent", *[getattr(out, k) for k in
+                                                               ("exit_code", "peak_mb", "said")])  # fmt: skip
+
+
+def repeated_images(times: int, split: str = "val"):
+    def case(ctx: Context, d: Path) -> Outcome:
+        yml = coco_pair_dataset(d / "data")
+        image = d / "data" / "images" / "val" / "c.jpg"
+        listed = d / "data" / f"{split}.txt"
+        with open(listed, "w") as f:
+            f.writelines(f"{image}\n" for _ in range(times))
+        yml.write_text(yml.read_text().replace(f"{split}: images/{split}", f"{split}: {split}.txt"))
+        run = ctx.y9(["data", "check", str(yml)], d, timeout=600)
+        return judge(f"data check: a {split} list naming one image {times:,} times", run,
+                     [f"{times:,} images but only 1 distinct one", str(yml)], expect="report")  # fmt: skip
+
+    return case
+
+
+def duplicate_names_onnx(ctx: Context, d: Path) -> Outcome:
+    from tests.deploy.runtime_support import export_tiny_onnx, y9_metadata
+
+    onnx = export_tiny_onnx(d / "m.onnx", nc=80, imgsz=(96, 128))
+    import onnx as onnx_lib
+
+    model = onnx_lib.load(str(onnx))
+    for p in model.metadata_props:
+        if p.key == "names":
+            p.value = y9_metadata(["thing"] * 80, (96, 128))["names"]
+    onnx_lib.save(model, str(onnx))
+    run = ctx.y9(["predict", str(photos(d / "src", 2)), "-m", str(onnx), "--save-dir", str(d / "out")], d)
+    return judge("predict: an ONNX with 80 equal class names", run, ["the class names repeat 'thing'"],
+                 expect="report")  # fmt: skip
+
+
+NOTE_CASES = [
+    ("y9 ONNX without its digest entry (predict)", unchecked_onnx("predict")),
+    ("y9 ONNX without its digest entry (benchmark)", unchecked_onnx("benchmark")),
+    ("y9 ONNX without its digest entry (info)", unchecked_onnx("info")),
+    ("engine manifest metadata unreadable (info)", engine_metadata_unreadable),
+    ("val list naming one image 1,000,000 times (data check)", repeated_images(1_000_000)),
+    ("train list naming one image 1,000 times (data check)", repeated_images(1_000, "train")),
+    ("80 equal class names in an ONNX (predict)", duplicate_names_onnx),
+]
+
+
+# ------------------------------------------------------------------------------------------------ messages
+def long_name(command: str):
+    def case(ctx: Context, d: Path) -> Outcome:
+        yml = coco_pair_dataset(d / "data")
+        yml.write_text(yml.read_text().replace("nc: 80", "names: [a, " + "n" * 300 + "]"))
+        if command == "data check":
+            args = ["data", "check", str(yml), "--no-cache"]
+        else:
+            from fault_cases import TRAIN
+
+            args = ["train", "--data", str(yml), *TRAIN, "--project", str(d / "r")]
+        run = ctx.y9(args, d, address_space=None)
+        return judge(f"{command}: a 300-character class name", run, [str(yml), "with 300 characters"],
+                     expect="error", intact=not (d / "r").exists())  # fmt: skip
+
+    return case
+
+
+def long_name_onnx(ctx: Context, d: Path) -> Outcome:
+    from tests.deploy.runtime_support import export_tiny_onnx
+
+    onnx = export_tiny_onnx(d / "m.onnx", nc=3)
+    import onnx as onnx_lib
+
+    model = onnx_lib.load(str(onnx))
+    for p in model.metadata_props:
+        if p.key == "names":
+            p.value = json.dumps(["a", "b", "n" * 300])
+    onnx_lib.save(model, str(onnx))
+    run = ctx.y9(["predict", str(photos(d / "src", 1)), "-m", str(onnx), "--save-dir", str(d / "out")], d)
+    return judge("predict: an ONNX with a 300-character class name", run, ["300 characters", str(onnx)],
+                 expect="error")  # fmt: skip
+
+
+MESSAGE_CASES = [
+    ("300-character class name (data check)", long_name("data check")),
+    ("300-character class name (train)", long_name("train")),
+    ("300-character class name in an ONNX (predict)", long_name_onnx),
+]
