@@ -92,10 +92,14 @@ DETECTION_CASES = [
 
 # ------------------------------------------------------------------------------------------------ notes
 def _strip_digest(src: Path, dst: Path) -> Path:
-    from y9deploy.model_file.onnx_digest import _split  # the body without its digest entry
+    """``src`` with its y9_digest metadata entry removed (as a user editing the file with ``onnx`` would)."""
+    import onnx
 
-    body, _ = _split(src.read_bytes())
-    dst.write_bytes(bytes(body))
+    model = onnx.load(str(src))
+    kept = [p for p in model.metadata_props if p.key != "y9_digest"]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    onnx.save(model, str(dst))
     return dst
 
 
