@@ -30,13 +30,13 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from fault_cases import CACHE_CASES, DISK_CASES, IMAGE_CASES, Context, Outcome  # noqa: E402
 from fault_cases_input import BOUND_CASES, WARN_CASES  # noqa: E402
-from fault_cases_values import DETECTION_CASES, MESSAGE_CASES, NOTE_CASES  # noqa: E402
+from fault_cases_values import DETECTION_CASES, GEOMETRY_CASES, MESSAGE_CASES, NOTE_CASES  # noqa: E402
 from fault_cases_writers import RESUME_YAML_CASES, WRITER_CASES  # noqa: E402
 
 GROUPS = {"images (34.3)": IMAGE_CASES, "disk (34.4)": DISK_CASES, "caches (34.5)": CACHE_CASES,
           "bounds (34.8)": BOUND_CASES, "warnings (34.9)": WARN_CASES, "writers (46.1)": WRITER_CASES,
           "resume+yaml (46.2)": RESUME_YAML_CASES, "detections (46.3)": DETECTION_CASES,
-          "notes (46.3)": NOTE_CASES, "messages (46.3)": MESSAGE_CASES}  # fmt: skip
+          "notes (46.3)": NOTE_CASES, "messages (46.3)": MESSAGE_CASES, "geometry (46.4)": GEOMETRY_CASES}  # fmt: skip
 OUTCOMES = ("crash", "loss", "silent", "clear")
 
 

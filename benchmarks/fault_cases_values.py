@@ -230,3 +230,54 @@ MESSAGE_CASES = [
     ("300-character class name (train)", long_name("train")),
     ("300-character class name in an ONNX (predict)", long_name_onnx),
 ]
+
+
+def _video(path: Path, frames: int = 20) -> Path:
+    import cv2
+    import numpy as np
+
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10, (128, 96))
+    rng = np.random.default_rng(0)
+    for _ in range(frames):
+        writer.write(rng.integers(0, 256, (96, 128, 3), dtype=np.uint8))
+    writer.release()
+    return path
+
+
+def geometry(option: str, value: str, words: list[str], expect: str = "error"):
+    def case(ctx: Context, d: Path) -> Outcome:
+        video = _video(d / "line.mp4")
+        run = ctx.y9(["predict", str(video), "-m", str(ctx.onnx), "--save-dir", str(d / "out"), option, value], d)
+        shown = value if len(value) < 40 else f"{value[:20]}... ({len(value):,} characters)"
+        written = [p for p in (d / "out").rglob("*") if p.is_file()] if expect == "error" else []
+        return judge(f"predict {option} {shown}", run, words, expect=expect, intact=not written)
+
+    return case
+
+
+def rules_polygon(point: str):
+    def case(ctx: Context, d: Path) -> Outcome:
+        rules = d / "rules.yaml"
+        rules.write_text(f"regions:\n  r: {{polygon: [[0, 0], {point}, [10, 10]]}}\nrules:\n  - {{name: a, max: 0}}\n")
+        src = photos(d / "parts", 1)
+        run = ctx.y9(["inspect", str(src), "-m", str(ctx.onnx), "-r", str(rules), "--project", str(d / "o")], d)
+        return judge(f"inspect: a rules polygon point {point}", run, [f"{rules}:2", "expected a number in"],
+                     expect="error")  # fmt: skip
+
+    return case
+
+
+GEOMETRY_CASES = [
+    ("count line with inf (predict)", geometry("--count-line", "0,50,inf,50", ["count line", "coordinate inf"])),
+    ("count line with 1e300 (predict)", geometry("--count-line", "0,1e300,128,50", ["count line", "coordinate 1e+300"])),
+    ("zone with 1e300 (predict)", geometry("--zone", "0,0,1e300,0,0,1e300", ["zone", "coordinate 1e+300"])),
+    ("zone with -inf (predict)", geometry("--zone", "0,0,100,0,100,-inf", ["zone", "coordinate -inf"])),
+    ("rules polygon with inf (inspect)", rules_polygon("[.inf, 0]")),
+    ("rules polygon with 1e300 (inspect)", rules_polygon("[1.0e+300, 0]")),
+    ("zone wholly outside the frame (predict)", geometry("--zone", "2000,2000,3000,2000,3000,3000",
+                                                         ["lies wholly outside the 128x96 frame"], expect="report")),
+    ("count line wholly outside the frame (predict)", geometry("--count-line", "500,500,900,500",
+                                                               ["lies wholly outside the 128x96 frame"], expect="report")),
+]  # fmt: skip
+MESSAGE_CASES.append(("zone of 25,000 points, 100 kB (predict)", geometry(
+    "--zone", ",".join(["1,2"] * 25_000), ["polygon has 25,000 points; expected 3 to 1,000"])))
