@@ -105,3 +105,21 @@ def test_a_file_that_appears_meanwhile_is_kept_not_replaced(tmp_path):
     with claim_output_file(out, what="output ONNX file", exist_ok=True):
         atomic_write(out, b"mine")  # --exist-ok replaces it
     assert out.read_bytes() == b"mine"
+
+
+@pytest.mark.parametrize("command", ["benchmark --json", "build-engine", "reparam", "export"])
+def test_every_file_writer_refuses_a_file_another_writer_holds(small_pt, tmp_path, capsys, command):
+    from tests.conftest import run_y9
+    from tests.deploy.fixed_onnx import fixed_boxes_onnx
+
+    onnx_path = fixed_boxes_onnx(tmp_path / "m.onnx", [[10, 10, 4, 4]], ["a"])
+    out = tmp_path / {"benchmark --json": "b.json", "build-engine": "m.engine", "reparam": "r.pt",
+                      "export": "x.onnx"}[command]  # fmt: skip
+    args = {"benchmark --json": ["benchmark", onnx_path, "--json", out, "--iters", "1", "--warmup", "0"],
+            "build-engine": ["build-engine", onnx_path, "-o", out], "reparam": ["reparam", small_pt, out],
+            "export": ["export", small_pt, "-o", out]}[command]  # fmt: skip
+    with claim_output_file(out, what="held", exist_ok=True):
+        assert run_y9(args) == 2
+    (error,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    assert f" {out} is being written by another y9 process (pid " in error, error
+    assert not out.exists()
