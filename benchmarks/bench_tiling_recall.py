@@ -6,7 +6,7 @@
 For every image of the split: the Detector on the whole frame (letterboxed to the model's input), and
 ``predict_tiled`` (tiles of ``--tile`` px, default the model's input size, sent as batches; ``--full-frame`` adds
 the whole frame to the tiles; ``--merge nms|nmm``). A ground-truth box is found when a detection of its class
-matches it at IoU >= ``--match-iou`` (greedy by score, one detection per box: ``y9deploy.pipelines.recall``).
+matches it at IoU >= ``--match-iou`` (greedy by score, one detection per box: ``y9deploy.pipelines.tiling.recall``).
 Reports recall overall and for small boxes (area < 32^2 px, COCO's definition), detections per image and ms per
 image for both, and writes ``tiling_recall.json`` under ``--out``. The model must be trained on the data set's
 classes (e.g. VisDrone for visdrone-tiny); a model of other classes measures nothing.
@@ -59,8 +59,8 @@ def main() -> int:
     from y9core.data.labels import load_labels
     from y9core.data.yaml_config import load_data_yaml
     from y9deploy import Detector
-    from y9deploy.pipelines.recall import matched_ground_truth
     from y9deploy.pipelines.tiling import predict_tiled
+    from y9deploy.pipelines.tiling.recall import matched_ground_truth
     from y9deploy.runtime.image_file import read_image
 
     cfg = load_data_yaml(args.data, require=(args.split,))

@@ -24,8 +24,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 from y9deploy.detections import Detections  # noqa: E402
-from y9deploy.pipelines.counting import Counting, CountLine, Zone  # noqa: E402
-from y9deploy.pipelines.tracking import make_tracker  # noqa: E402
+from y9deploy.tracking.counting import Counting, CountLine, Zone  # noqa: E402
+from y9deploy.tracking.tracker import make_tracker  # noqa: E402
 
 
 def scene(objects: int, frames: int, seed: int = 0) -> list[Detections]:

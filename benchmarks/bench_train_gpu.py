@@ -117,13 +117,16 @@ def repeated_data_yaml(data: Path, repeat: int, out: Path) -> Path:
 
 
 def _config(args, model: str, data: Path, ckpt: bool, out: Path) -> TrainConfig:
-    return TrainConfig(
+    from y9train.hyp import apply_overrides, parse_overrides
+
+    config = TrainConfig(
         data=str(data), model=model, imgsz=args.imgsz, epochs=args.epochs_nominal, batch=args.batch,
         device=args.device, workers=args.workers, cache=None if args.cache == "none" else args.cache,
         amp=args.amp, compile=args.compile, cuda_graph=GRAPHS[args.cuda_graph], grad_checkpointing=ckpt, val=False, save=False, profile=True,
         deterministic=args.deterministic,
         log_interval=args.log_interval, verbose=args.verbose, project=str(out / "runs"), hyp=Hyp(),
     )  # fmt: skip
+    return apply_overrides(config, parse_overrides(args.set)) if args.set else config
 
 
 def bench_steps(args, model: str, data: Path, ckpt: bool, out: Path, sampler: GpuUtilSampler) -> dict:
@@ -328,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         "--cuda-graph", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
         help="the network's forward/backward as CUDA graphs: auto (y9's default: where they apply), on, off (eager)",
     )  # fmt: skip
+    ap.add_argument("--set", nargs="+", action="extend", default=[], metavar="K=V",
+                    help="training key=value overrides (e.g. cudnn_benchmark_limit=1 cuda_graph_warmup=1)")  # fmt: skip
     ap.add_argument("--warmup-steps", type=int, default=8)
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument(

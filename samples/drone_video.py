@@ -19,10 +19,10 @@ import cv2
 
 from y9deploy import Detector
 from y9deploy.draw import draw_detections
-from y9deploy.pipelines.counting import CountLine
+from y9deploy.pipelines.sources.frame_reader import VideoReader
 from y9deploy.pipelines.tiling import predict_tiled
-from y9deploy.pipelines.track_run import SourceTracking, TrackOptions
-from y9deploy.pipelines.video import VideoReader
+from y9deploy.tracking.counting import CountLine
+from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 
 from y9deploy import Detector
-from y9deploy.pipelines.inspection import Rule, inspect
+from y9deploy.pipelines.inspection.frame_rules import Rule, inspect
 
 
 def main() -> int:

@@ -253,13 +253,13 @@ class Model:
         kept until ``close()``. Returns ``Detections`` for one frame or image, else a list of them."""
         path = self._needs_weights("predict")
         if isinstance(source, (str, Path)) and Path(source).is_dir():
-            from y9deploy.pipelines.batch_predict import collect_sources
+            from y9deploy.pipelines.predict.run import collect_sources
 
             images, videos = collect_sources(source)
             if videos:
                 raise ValueError(
                     f"folder {source} holds videos ({Path(str(videos[0])).name}, ...); Model.predict takes images: "
-                    "use y9deploy.pipelines.batch_predict.predict_source (y9 predict) for videos."
+                    "use y9deploy.pipelines.predict.run.predict_source (y9 predict) for videos."
                 )
             source = list(images)
         if self._detector is None:

@@ -54,9 +54,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Inspect images, or the windows of a video or stream, against a rules file: ROIs, per-class thresholds,
         count rules, counting lines; one verdict per image or window."""
-        from y9deploy.pipelines.inspection_run import SUMMARY_NAME, run_inspection
-        from y9deploy.pipelines.sources import source_roots
-        from y9deploy.pipelines.video import ReconnectPolicy
+        from y9deploy.pipelines.inspection.run import SUMMARY_NAME, run_inspection
+        from y9deploy.pipelines.sources.frame_reader import ReconnectPolicy
+        from y9deploy.pipelines.sources.kinds import source_roots
 
         def show(v) -> None:  # an ItemVerdict, or a WindowVerdict of a video
             if quiet:

@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         track: TrackOption = None,  # tracking and counting: y9cli/track_options.py
         count_line: CountLineOption = None,
         zone: ZoneOption = None,
-        # -- optional result files (y9deploy.pipelines.prediction_files) --
+        # -- optional result files (y9deploy.pipelines.predict.files) --
         save_txt: Annotated[
             bool, typer.Option("--save-txt", help="labels/<image>.txt: YOLO-format lines class cx cy w h (normalised).")
         ] = False,
@@ -141,10 +141,10 @@ def register(app: typer.Typer) -> None:
         """
         from rich.console import Console
 
-        from y9deploy.pipelines.batch_predict import predict_source
-        from y9deploy.pipelines.prediction_files import SaveOptions
-        from y9deploy.pipelines.sources import source_roots
-        from y9deploy.pipelines.video import ReconnectPolicy
+        from y9deploy.pipelines.predict.files import SaveOptions
+        from y9deploy.pipelines.predict.run import predict_source
+        from y9deploy.pipelines.sources.frame_reader import ReconnectPolicy
+        from y9deploy.pipelines.sources.kinds import source_roots
 
         if model is None:
             from y9deploy.default_model import default_model_path
@@ -198,7 +198,7 @@ REUSE = "predictions.jsonl and .csv are appended to, predictions.json is rebuilt
 
 def _filters(classes: str | None, class_conf: list[str] | None) -> dict:
     """``--classes`` and ``--class-conf`` as ``predict_source`` arguments."""
-    from y9deploy.pipelines.class_options import parse_class_conf
+    from y9deploy.pipelines.predict.class_options import parse_class_conf
 
     tokens = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
     return {"classes": tokens, "class_conf": parse_class_conf(class_conf or [])}

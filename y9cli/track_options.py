@@ -41,12 +41,12 @@ def _named(text: str) -> tuple[str | None, str]:
 
 
 def track_options(track: Tracker | None, lines: list[str] | None, zones: list[str] | None):
-    """The options -> ``track_run.TrackOptions`` (None: no tracking). Raises ValueError with one sentence
+    """The options -> ``source_tracking.TrackOptions`` (None: no tracking). Raises ValueError with one sentence
     naming a bad line or zone."""
     if track is None and not lines and not zones:
         return None
-    from y9deploy.pipelines.counting import CountLine, Zone
-    from y9deploy.pipelines.track_run import TrackOptions
+    from y9deploy.tracking.counting import CountLine, Zone
+    from y9deploy.tracking.source_tracking import TrackOptions
 
     parsed_lines = tuple(CountLine.parse(v, n) for n, v in (_named(t) for t in lines or []))
     parsed_zones = tuple(Zone.parse(v, n) for n, v in (_named(t) for t in zones or []))

@@ -12,7 +12,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from y9core.version import __version__
 
 _LAZY = {
     "Detections": "y9deploy.detections",

@@ -1,3 +1,3 @@
 """y9train: YOLOv9 / GELAN models, checkpoints, re-parameterization and a compact single-GPU trainer."""
 
-__version__ = "0.1.0"
+from y9core.version import __version__ as __version__

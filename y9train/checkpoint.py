@@ -29,7 +29,7 @@ from torch import nn
 from y9core.atomic_write import publish, temporary_path
 from y9core.errors import ModelFileError
 from y9core.file_paths import expect_file
-from y9train import __version__
+from y9core.version import __version__
 from y9train.checkpoint_facts import stored_facts
 from y9train.checkpoint_integrity import (
     DIGEST_KEY,

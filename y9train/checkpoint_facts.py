@@ -37,7 +37,7 @@ def recorded_imgsz(meta: Mapping[str, Any]) -> tuple[int, int] | None:
 
 def trained_facts(model: Any, *, imgsz: int | tuple[int, int], recipe: str = "") -> ModelFacts:
     """The facts training writes for ``model`` (a y9 YOLO) trained at ``imgsz``."""
-    from y9train import __version__
+    from y9core.version import __version__
 
     hw = (imgsz, imgsz) if isinstance(imgsz, int) else (int(imgsz[0]), int(imgsz[1]))
     strides = _strides(model)

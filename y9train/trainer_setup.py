@@ -15,6 +15,7 @@ import torch
 from y9core.wording import plural
 from y9train.ema import ModelEMA
 from y9train.graphed_network import graphed_network
+from y9train.library_prefetch import prefetch_wanted, start_prefetch
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.run_seeds import RunSeeds
 from y9train.startup import BackgroundImports, StartupClock
@@ -46,6 +47,8 @@ class TrainerSetup:
         imports.start()
         cfg, hooks = self.config, self.hooks
         self.device = hooks.select_device(resolve_device(cfg.device))
+        if self.device.type == "cuda" and prefetch_wanted():  # the GPU libraries read ahead, beside the set-up
+            start_prefetch()
         clock.set_device(self.device)
         seed_everything(RunSeeds.of(cfg).init + hooks.rank)
         clock.lap("device", sync=True)

@@ -5,8 +5,9 @@ Python resolves them: relative imports against the importing module's package, `
 submodule ``pkg.name`` when that is a module of the tree (else to ``pkg``), ``import a.b.c`` to the longest
 prefix that is a module of the tree. Imports of other packages (numpy, torch) keep their top-level name.
 An import inside a function (at any depth) is ``lazy``; imports under ``if TYPE_CHECKING:`` never run and are
-left out. Not seen: imports by string (``importlib.import_module(name)``, ``y9deploy.__init__``'s lazy names)
-and the implicit import of a module's parent packages.
+left out, unless ``build_graph(..., typing=True)`` keeps them as ``typing`` edges (a cycle through annotations is
+still a knot a reader has to untie). Not seen: imports by string (``importlib.import_module(name)``,
+``y9deploy.__init__``'s lazy names) and the implicit import of a module's parent packages.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ class Edge:
     target: str
     lazy: bool
     line: int
+    typing: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
     def __str__(self) -> str:
-        return f"{self.source} -> {self.target} (line {self.line}{', lazy' if self.lazy else ''})"
+        how = ", type checking only" if self.typing else ", lazy" if self.lazy else ""
+        return f"{self.source} -> {self.target} (line {self.line}{how})"
 
 
 @dataclass
@@ -37,11 +40,12 @@ class Graph:
     modules: dict[str, Path]
     edges: list[Edge] = field(default_factory=list)
 
-    def internal(self, *, lazy: bool) -> dict[str, set[str]]:
-        """Adjacency between modules of the tree: module-level imports, and lazy ones too when ``lazy``."""
+    def internal(self, *, lazy: bool, typing: bool = False) -> dict[str, set[str]]:
+        """Adjacency between modules of the tree: module-level imports, lazy ones too when ``lazy``, and those
+        under ``if TYPE_CHECKING:`` too when ``typing``."""
         adj: dict[str, set[str]] = {m: set() for m in self.modules}
         for e in self.edges:
-            if e.target in self.modules and (lazy or not e.lazy):
+            if e.target in self.modules and (lazy or not e.lazy) and (typing or not e.typing):
                 adj[e.source].add(e.target)
         return adj
 
@@ -64,24 +68,26 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement with whether it sits inside a function; TYPE_CHECKING blocks skipped."""
-    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Every import statement with whether it sits inside a function and whether under ``if TYPE_CHECKING:``."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool, bool]] = []
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, typing: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for other in child.body:
+                    visit_one(other, in_function, True)
                 for other in child.orelse:
-                    visit_one(other, in_function)
+                    visit_one(other, in_function, typing)
                 continue
-            visit_one(child, in_function)
+            visit_one(child, in_function, typing)
 
-    def visit_one(node: ast.AST, in_function: bool) -> None:
+    def visit_one(node: ast.AST, in_function: bool, typing: bool) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append((node, in_function))
-        visit(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+            found.append((node, in_function, typing))
+        visit(node, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)), typing)
 
-    visit(tree, False)
+    visit(tree, False, False)
     return found
 
 
@@ -109,16 +115,19 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, m
     return out
 
 
-def build_graph(root: Path, packages: Iterable[str] = PACKAGES) -> Graph:
-    """The import graph of ``packages`` (folders under ``root``)."""
+def build_graph(root: Path, packages: Iterable[str] = PACKAGES, *, typing: bool = False) -> Graph:
+    """The import graph of ``packages`` (folders under ``root``); with ``typing``, the imports under
+    ``if TYPE_CHECKING:`` too (flagged ``typing``)."""
     graph = Graph(module_files(root, packages))
     for module, path in graph.modules.items():
         tree = ast.parse(path.read_text(), str(path))
         is_package = path.name == "__init__.py"
-        for node, lazy in _imports(tree):
+        for node, lazy, type_only in _imports(tree):
+            if type_only and not typing:
+                continue
             for target in _targets(node, module, is_package, graph.modules):
                 if target != module:
-                    graph.edges.append(Edge(module, target, lazy, node.lineno))
+                    graph.edges.append(Edge(module, target, lazy, node.lineno, type_only))
     return graph
 
 

@@ -125,7 +125,7 @@ def test_sigterm_during_predict_finishes_the_files_and_the_summary(tmp_path):
     import cv2
 
     from tests.deploy.fixed_onnx import fixed_boxes_onnx
-    from y9deploy.pipelines.results_writer import read_jsonl
+    from y9deploy.pipelines.predict.results import read_jsonl
 
     model = fixed_boxes_onnx(tmp_path / "m.onnx", [[10, 10, 4, 4]], ["a"])
     src = tmp_path / "src"

@@ -56,8 +56,9 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         import y9deploy.runtime.onnxruntime_backend, y9deploy.runtime.torch_backend
         import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
         import y9core.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
-        import y9deploy.pre.torch_letterbox, y9deploy.pipelines.batch_predict, y9deploy.pipelines.video
-        import y9deploy.pipelines.tiling, y9deploy.pipelines.recall, y9deploy.pipelines.results_writer
+        import y9deploy.pre.torch_letterbox, y9deploy.pipelines.predict.run, y9deploy.pipelines.sources.frame_reader
+        import y9deploy.pipelines.tiling, y9deploy.pipelines.tiling.recall, y9deploy.pipelines.predict.results
+        import y9deploy.tracking.source_tracking, y9deploy.pipelines.inspection.run
         from y9deploy import Detector
         with Detector({str(tiny)!r}, conf=0.5) as det:
             dets = det.predict(cv2.imread({str(IMAGES[0])!r}))

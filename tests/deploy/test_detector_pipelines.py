@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx, reference_nms
 from y9deploy import Detections, Detector
-from y9deploy.pipelines.inspection import Rule, inspect
+from y9deploy.pipelines.inspection.frame_rules import Rule, inspect
 from y9deploy.pipelines.tiling import merge_detections, predict_tiled, tile_grid
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from y9deploy.pipelines.file_frames import FrameTally, file_frames
+from y9deploy.pipelines.sources.file_frames import FrameTally, file_frames
 
 
 class Reads:

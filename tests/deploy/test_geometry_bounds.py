@@ -11,8 +11,8 @@ import pytest
 from y9core.errors import RulesFileError
 from y9core.model_facts import FactsWarning
 from y9deploy import Detections
-from y9deploy.pipelines.counting import CountLine, Zone
-from y9deploy.pipelines.regions import MAX_COORD, MAX_POLYGON_POINTS, Region
+from y9deploy.tracking.counting import CountLine, Zone
+from y9deploy.tracking.regions import MAX_COORD, MAX_POLYGON_POINTS, Region
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_a_zero_area_zone_still_says_so():
 
 
 def test_an_inspection_polygon_beyond_the_bound_names_the_file_and_line(tmp_path):
-    from y9deploy.pipelines.inspection_rules import load_rules
+    from y9deploy.pipelines.inspection.rules_file import load_rules
 
     rules = tmp_path / "rules.yaml"
     rules.write_text("regions:\n  r: {polygon: [[0, 0], [1.0e+300, 0], [10, .inf]]}\nrules:\n  - {name: a, max: 0}\n")
@@ -62,7 +62,7 @@ def test_an_inspection_polygon_beyond_the_bound_names_the_file_and_line(tmp_path
 
 
 def test_a_zone_or_line_outside_the_frame_is_warned_about_once():
-    from y9deploy.pipelines.track_run import SourceTracking, TrackOptions
+    from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions
 
     options = TrackOptions("bytetrack", (CountLine.parse("0,100,640,100"),),
                            (Zone.parse("2000,2000,3000,2000,3000,3000", "far"),))  # fmt: skip

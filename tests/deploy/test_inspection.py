@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from tests.deploy.fixed_onnx import crafted_frame, fixed_boxes_onnx
 from y9core.errors import RulesFileError
 from y9deploy import Detections
-from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds, inspect
-from y9deploy.pipelines.inspection_rules import load_rules
-from y9deploy.pipelines.regions import Region
+from y9deploy.pipelines.inspection.frame_rules import ClassThreshold, Rule, Thresholds, inspect
+from y9deploy.pipelines.inspection.rules_file import load_rules
+from y9deploy.tracking.regions import Region
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = ["scratch", "screw"]
@@ -290,7 +290,7 @@ def test_the_guides_bad_rules_file_gives_the_documented_sentences(tmp_path, monk
 
 
 def test_a_run_stopped_half_way_keeps_the_verdicts_done(crafted, tmp_path):
-    from y9deploy.pipelines.inspection_run import run_inspection
+    from y9deploy.pipelines.inspection.run import run_inspection
 
     seen = []
 

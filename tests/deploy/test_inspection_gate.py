@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 from tests.deploy.track_scene import GATE_OBJECTS, LINE, FrameServer, crossing_frame, make_scene
 from y9core.errors import RulesFileError
 from y9deploy import Detections
-from y9deploy.pipelines.counting import FrameCounts
-from y9deploy.pipelines.inspection_gate import Gate, gate_rules
-from y9deploy.pipelines.inspection_rules import load_rules
-from y9deploy.pipelines.inspection_run import run_inspection
-from y9deploy.pipelines.tracking import TrackedDetections
-from y9deploy.pipelines.video import ReconnectPolicy
+from y9deploy.pipelines.inspection.gate import Gate, gate_rules
+from y9deploy.pipelines.inspection.rules_file import load_rules
+from y9deploy.pipelines.inspection.run import run_inspection
+from y9deploy.pipelines.sources.frame_reader import ReconnectPolicy
+from y9deploy.tracking.counting import FrameCounts
+from y9deploy.tracking.tracker import TrackedDetections
 
 FPS = 20.0
 WINDOW = 4  # frames of one window: window_s 0.2 at 20 frames/s

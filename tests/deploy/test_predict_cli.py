@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from tests.conftest import TEST_DATA, run_y9
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy import Detector
-from y9deploy.pipelines.video import VideoReader
+from y9deploy.pipelines.sources.frame_reader import VideoReader
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 
@@ -167,7 +167,7 @@ def test_predict_into_a_folder_another_process_writes_is_refused(tiny, tmp_path,
 
 
 def test_predict_bad_source(tiny, tmp_path):
-    from y9deploy.pipelines.batch_predict import predict_source
+    from y9deploy.pipelines.predict.run import predict_source
 
     with pytest.raises(FileNotFoundError, match="does not exist"):
         predict_source(tmp_path / "missing", tiny)

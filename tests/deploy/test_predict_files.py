@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
 from tests.deploy.embedded import COCO8, IMGSZ
-from y9deploy.pipelines.results_writer import read_jsonl
+from y9deploy.pipelines.predict.results import read_jsonl
 
 PX = 1e-3
 
@@ -94,8 +94,8 @@ def test_crops_hold_each_detections_pixels(run):
 
 
 def test_the_files_need_a_folder_and_save_conf_needs_save_txt(embedded_export):
-    from y9deploy.pipelines.batch_predict import predict_source
-    from y9deploy.pipelines.prediction_files import SaveOptions
+    from y9deploy.pipelines.predict.files import SaveOptions
+    from y9deploy.pipelines.predict.run import predict_source
 
     with pytest.raises(ValueError, match="--save-conf adds a confidence column"):
         SaveOptions(conf=True)

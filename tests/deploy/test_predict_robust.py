@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from tests.conftest import REPO, TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy import Detector
-from y9deploy.pipelines.results_writer import read_jsonl
+from y9deploy.pipelines.predict.results import read_jsonl
 from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
@@ -166,7 +166,7 @@ def test_a_ready_detector_keeps_its_own_options_unless_the_run_gives_others(tiny
     size (the Detector's own, fixed when it was made) is refused rather than ignored."""
     import io
 
-    from y9deploy.pipelines.batch_predict import predict_source
+    from y9deploy.pipelines.predict.run import predict_source
 
     def run(det, **options) -> list[list[int]]:
         out = io.StringIO()

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import TEST_DATA, run_y9
 from tests.deploy.fixed_onnx import fixed_boxes_onnx
-from y9deploy.pipelines.sources import content_kind, glob_root, source_roots, url_kind
+from y9deploy.pipelines.sources.kinds import content_kind, glob_root, source_roots, url_kind
 
 JPG = TEST_DATA / "000000000036.jpg"
 

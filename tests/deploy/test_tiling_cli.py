@@ -13,9 +13,15 @@ from typer.testing import CliRunner
 from tests.deploy.runtime_support import export_blob_onnx, planted_squares
 from y9core.box_iou import box_iou_matrix as box_iou
 from y9deploy import Detections, Detector
-from y9deploy.pipelines.recall import matched_ground_truth, recall_at_iou
-from y9deploy.pipelines.results_writer import read_jsonl
-from y9deploy.pipelines.tiling import TileOptions, greedy_nmm, merge_detections, predict_tiled, tile_grid
+from y9deploy.pipelines.predict.results import read_jsonl
+from y9deploy.pipelines.tiling import (
+    TileOptions,
+    greedy_nmm,
+    merge_detections,
+    predict_tiled,
+    tile_grid,
+)
+from y9deploy.pipelines.tiling.recall import matched_ground_truth, recall_at_iou
 from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
 
 HW = (1200, 1600)

@@ -1,4 +1,4 @@
-"""Tracking and counting (y9deploy.pipelines.tracking, bytetrack, box_kalman, counting, camera_motion) against the
+"""Tracking and counting (y9deploy.tracking.tracker, bytetrack, box_kalman, counting, camera_motion) against the
 reference implementations on the same inputs: supervision 0.30's ByteTrack (a port of the ByteTrack authors'
 code), its KalmanFilter, LineZone and PolygonZone. The end-to-end proofs on a video of real crops are in
 test_tracking_video.py."""
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from y9deploy.detections import Detections
-from y9deploy.pipelines.box_kalman import BoxKalman
-from y9deploy.pipelines.counting import Counting, CountLine, Zone
-from y9deploy.pipelines.tracking import TrackedDetections, TrackerOptions, make_tracker
+from y9deploy.tracking.box_kalman import BoxKalman
+from y9deploy.tracking.counting import Counting, CountLine, Zone
+from y9deploy.tracking.tracker import TrackedDetections, TrackerOptions, make_tracker
 
 sv = pytest.importorskip("supervision")
 if not hasattr(sv, "ByteTrack"):
@@ -234,7 +234,7 @@ def test_tracked_detections_carry_ids_into_json():
 
 def test_camera_motion_recovers_a_known_shift():
     from tests.conftest import TEST_DATA
-    from y9deploy.pipelines.camera_motion import CameraMotion
+    from y9deploy.tracking.camera_motion import CameraMotion
 
     img = cv2.imread(str(TEST_DATA / "000000000036.jpg"))[:240, :320]
     shifted = np.roll(img, (6, -10), axis=(0, 1))  # 6 px down, 10 px left

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from tests.deploy.track_scene import LINE, SLOW_OBJECTS, FrameServer, crossing_frame, make_scene
 from y9core.box_iou import box_iou_matrix
-from y9deploy.pipelines.counting import Counting, CountLine
-from y9deploy.pipelines.results_writer import read_jsonl
-from y9deploy.pipelines.tracking import make_tracker
+from y9deploy.pipelines.predict.results import read_jsonl
+from y9deploy.tracking.counting import Counting, CountLine
+from y9deploy.tracking.tracker import make_tracker
 
 sv = pytest.importorskip("supervision")
 pytestmark = pytest.mark.filterwarnings("ignore:The `ByteTrack` was deprecated:FutureWarning")
@@ -100,9 +100,9 @@ def test_live_stream_behind_a_slow_model_with_the_latest_policy_counts_exactly(o
     frames to confirm a track before it crossed.) Only the two classes are kept, as a gate counting them would: the
     demonstration model also sees a faint "person" in the dog."""
     from y9deploy import Detector
-    from y9deploy.pipelines.batch_predict import predict_source
-    from y9deploy.pipelines.track_run import TrackOptions
-    from y9deploy.pipelines.video import ReconnectPolicy
+    from y9deploy.pipelines.predict.run import predict_source
+    from y9deploy.pipelines.sources.frame_reader import ReconnectPolicy
+    from y9deploy.tracking.source_tracking import TrackOptions
 
     scene = make_scene(200, 0.5, SLOW_OBJECTS)
     server = FrameServer(scene.frames, fps=FPS)

@@ -19,9 +19,9 @@ from tests.conftest import TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9core.errors import SourceError
 from y9deploy import Detector
-from y9deploy.pipelines.batch_predict import predict_source
-from y9deploy.pipelines.results_writer import read_jsonl
-from y9deploy.pipelines.video import FrameReader, ReconnectPolicy, VideoReader
+from y9deploy.pipelines.predict.results import read_jsonl
+from y9deploy.pipelines.predict.run import predict_source
+from y9deploy.pipelines.sources.frame_reader import FrameReader, ReconnectPolicy, VideoReader
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 

@@ -15,8 +15,8 @@ from y9core.data.labels import MAX_LABEL_LINE, parse_label_file
 from y9core.data.yaml_config import load_data_yaml
 from y9core.errors import ConfigFileError, DataError, RulesFileError
 from y9core.yaml_load import MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES, load_yaml_file
-from y9deploy.pipelines.inspection_rules import load_rules
-from y9deploy.pipelines.regions import MAX_POLYGON_POINTS, Region
+from y9deploy.pipelines.inspection.rules_file import load_rules
+from y9deploy.tracking.regions import MAX_POLYGON_POINTS, Region
 from y9train.hyp import Hyp, read_hyp_yaml
 from y9train.models import build_model
 from y9train.models.config import ConfigError

@@ -129,7 +129,7 @@ def test_data_check_and_the_training_scan_skip_them_in_bounded_memory(tmp_path, 
 
 
 def test_inspect_gives_a_refused_image_the_error_verdict(tiny, tmp_path):
-    from y9deploy.pipelines.inspection_run import run_inspection
+    from y9deploy.pipelines.inspection.run import run_inspection
 
     parts = tmp_path / "parts"
     parts.mkdir()
@@ -161,8 +161,8 @@ def corrupt_video(path: Path, frames: int = 60) -> Path:
 
 
 def test_a_video_with_a_corrupt_middle_says_how_many_frames_were_read(tiny, tmp_path, caplog):
-    from y9deploy.pipelines.batch_predict import predict_source
-    from y9deploy.pipelines.capture import VideoReader
+    from y9deploy.pipelines.predict.run import predict_source
+    from y9deploy.pipelines.sources.capture import VideoReader
 
     video = corrupt_video(tmp_path / "line.mp4")
     cap = cv2.VideoCapture(str(video))

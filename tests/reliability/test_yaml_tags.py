@@ -18,7 +18,7 @@ TAGGED = {
 
 
 def _rules(tmp_path, line: str):
-    from y9deploy.pipelines.inspection_rules import load_rules
+    from y9deploy.pipelines.inspection.rules_file import load_rules
 
     path = tmp_path / "rules.yaml"
     path.write_text("regions:\n  r: {polygon: [[0, 0], [10, 0], [10, 10]]}\nrules:\n  - name: a\n    " + line)

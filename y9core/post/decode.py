@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from y9core.post.nms import class_offsets, nms_sorted, order_by_score
+from y9core.post.nms import nms_rows
 
 #: Most candidates passed to NMS (the official max_nms).
 MAX_NMS = 30000
@@ -150,13 +150,5 @@ def decode_nms(
         if len(scores) == 0:
             out.append(np.zeros((0, 6), np.float32))
             continue
-        order = order_by_score(scores)[:max_nms]
-        boxes, scores, cls = boxes[order], scores[order], cls[order]
-        shifted = boxes if agnostic else boxes + class_offsets(boxes, cls)
-        keep = nms_sorted(shifted, iou, max_det)
-        rows = np.empty((len(keep), 6), np.float32)
-        rows[:, :4] = boxes[keep]
-        rows[:, 4] = scores[keep]
-        rows[:, 5] = cls[keep]
-        out.append(rows)
+        out.append(nms_rows(boxes, scores, cls, iou, max_det, max_nms=max_nms, agnostic=agnostic))
     return out

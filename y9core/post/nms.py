@@ -151,6 +151,24 @@ def class_offsets(boxes: np.ndarray, classes: np.ndarray, offset: float = MAX_WH
     return (np.asarray(classes, boxes.dtype) * boxes.dtype.type(offset))[:, None]
 
 
+def nms_rows(
+    boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou_thres: float, max_det: int, *, max_nms: int,
+    agnostic: bool = False,
+) -> np.ndarray:  # fmt: skip
+    """One image's decoded candidates -> its rows ndarray[K, 6] float32 ``(x1, y1, x2, y2, score, class)`` by
+    descending score: the ``max_nms`` best candidates go through greedy NMS, per class unless ``agnostic``
+    (``class_offsets``), and at most ``max_det`` are kept (the host decode + NMS, ``y9core.post.decode``)."""
+    order = order_by_score(scores)[:max_nms]
+    boxes, scores, classes = boxes[order], scores[order], classes[order]
+    shifted = boxes if agnostic else boxes + class_offsets(boxes, classes)
+    keep = nms_sorted(shifted, iou_thres, max_det)
+    rows = np.empty((len(keep), 6), np.float32)
+    rows[:, :4] = boxes[keep]
+    rows[:, 4] = scores[keep]
+    rows[:, 5] = classes[keep]
+    return rows
+
+
 def batched_nms(
     boxes: np.ndarray,
     scores: np.ndarray,

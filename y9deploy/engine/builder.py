@@ -173,7 +173,7 @@ def build_engine_report(
     :func:`build_engine`. ``flavour`` picks ``"tensorrt"``/``"tensorrt_rtx"`` (None: the installed one; with
     both, ``tensorrt`` unless ``target`` asks for an ahead-of-time build); ``progress`` gets the build phases
     (:class:`y9deploy.engine.progress.BuildProgress`)."""
-    from y9deploy import __version__
+    from y9core.version import __version__
     from y9deploy.engine.gpu import current_compute_capability
 
     onnx_path = Path(onnx_path)

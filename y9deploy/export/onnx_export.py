@@ -226,7 +226,7 @@ def export_onnx_report(
         nms_defaults = {"score_threshold": conf, "iou_threshold": iou, "max_output_boxes": max_det}
         times["end2end"] = time.perf_counter() - t
 
-    from y9deploy import __version__
+    from y9core.version import __version__
 
     out_facts = facts.replace(model=model.name, precision="fp16" if half else "fp32", end2end=end2end,
                               y9_version=__version__)  # fmt: skip

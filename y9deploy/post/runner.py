@@ -87,7 +87,7 @@ class PostRunner:
             where = str(pred.device) if tensor else "cpu"
             work = {**self.facts, "device": where, "torch_tensors": tensor, "graphs": False,
                     "triton": where.startswith("cuda") and probe().triton}  # fmt: skip
-        impl = choose_post(**work)
+        impl = self.impl if work == self.facts else choose_post(**work)  # the same facts: the same answer
         if impl is PostImpl.GRAPH:
             try:
                 return self._graph_post().submit(pred, n, opts)

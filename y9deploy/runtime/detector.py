@@ -152,12 +152,8 @@ class Detector:
         if notice is not None:
             warnings.warn(notice, FactsWarning, stacklevel=3)
         self.end2end: bool = bool(self.backend.end2end)
-        self.defaults: PredictOptions = resolve_options(
-            None,
-            dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic),
-            nc=len(self.names),
-            end2end=self.end2end,
-        )
+        given = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic)
+        self.defaults: PredictOptions = resolve_options(None, given, nc=len(self.names), end2end=self.end2end)
         try:
             self._pipeline = build_pipeline(
                 self.backend, self.info, preprocess=preprocess, postprocess=postprocess, stream=stream
@@ -228,14 +224,14 @@ class Detector:
 
         Args:
             frames: an iterable of frames (ndarray[H, W, 3] uint8 BGR), in time order, ``fps`` per second.
-            tracker: ``"bytetrack"`` or ``"botsort"`` (``pipelines.tracking.make_tracker``).
-            lines, zones: ``pipelines.counting.CountLine`` / ``Zone`` to count on the tracks.
+            tracker: ``"bytetrack"`` or ``"botsort"`` (``y9deploy.tracking.make_tracker``).
+            lines, zones: ``y9deploy.tracking.counting.CountLine`` / ``Zone`` to count on the tracks.
             **overrides: per-call ``conf``, ``iou``, ... as for ``predict``.
         Returns:
-            an iterator of ``pipelines.tracking.TrackedDetections`` (``detections``, ``track_id``, ``time``,
+            an iterator of ``y9deploy.tracking.TrackedDetections`` (``detections``, ``track_id``, ``time``,
             ``counts``), one per frame.
         """
-        from y9deploy.pipelines.track_run import SourceTracking, TrackOptions
+        from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions
 
         run = SourceTracking(TrackOptions(tracker, tuple(lines), tuple(zones)), fps=fps)
         for k, frame in enumerate(frames):
@@ -256,7 +252,7 @@ class Detector:
                 (ndarray[H, W, 3] uint8 BGR) and/or image paths, or a batch ndarray[B, H, W, 3].
             timer: a stage timer, as for ``predict``.
             track: ``"bytetrack"`` or ``"botsort"``: the batches are consecutive frames of one video (``fps`` per
-                second), tracked in order; each list then holds ``pipelines.tracking.TrackedDetections``.
+                second), tracked in order; each list then holds ``y9deploy.tracking.TrackedDetections``.
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` (all batches).
         Returns:
             an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
@@ -275,7 +271,7 @@ class Detector:
         stream = self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
         if track is None:
             return stream
-        from y9deploy.pipelines.track_run import track_stream
+        from y9deploy.tracking.source_tracking import track_stream
 
         return track_stream(stream, track, fps)
 
@@ -371,7 +367,9 @@ class Detector:
     def _predict_unguarded(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
-        opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
+        opts = self.defaults  # checked once, in _setup
+        if overrides:
+            opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
         frames, single = self._frames(source)
         results: list[Any] = []
         for start, stop, padded in batch_chunks(len(frames), self.backend.batch_range):

@@ -35,9 +35,12 @@ class HostPipeline:
     ) -> None:
         self.backend = backend
         self.spec = spec
+        self.letterbox = spec.kwargs()  # decided once: the model's letterbox arguments for every batch
+        self.extras = tuple(backend.extras)  # an end-to-end model's NMS inputs (none for a raw model)
         self.names = list(names)
+        # numpy outputs: never the CUDA-graph implementation, so the rule sees the same facts for every batch
         self.post_runner = PostRunner(nc=len(self.names), names=self.names, end2end=bool(backend.end2end),
-                                      option=postprocess)  # fmt: skip
+                                      option=postprocess, graphs=False)  # fmt: skip
         self.blob: np.ndarray | None = None  # the reused input buffer
 
     @property
@@ -60,21 +63,21 @@ class HostPipeline:
     def run(self, frames: list[np.ndarray], padded: int, opts: Any, timer: Any = NULL_TIMER) -> list[Any]:
         from y9deploy.pre.host import prepare
 
-        timer.mark("start")
+        timed = timer is not NULL_TIMER  # no calls to a timer that records nothing
+        if timed:
+            timer.mark("start")
         blob = self.input_buffer(padded)
         _, infos = prepare(
-            frames,
-            self.spec.imgsz,
-            dtype=blob.dtype,
-            auto=False,
-            out=blob[: len(frames)],
-            **self.spec.kwargs(),
+            frames, self.spec.imgsz, dtype=blob.dtype, auto=False, out=blob[: len(frames)], **self.letterbox
         )
-        timer.mark(PRE)
-        outputs = self.backend.infer(blob, opts.extras(self.backend.extras))
-        timer.mark(INFER)
+        if timed:
+            timer.mark(PRE)
+        outputs = self.backend.infer(blob, opts.extras(self.extras) if self.extras else None)
+        if timed:
+            timer.mark(INFER)
         dets = self.post_runner.detections(self.post_runner.submit(outputs, len(frames), opts), infos)
-        timer.mark(POST)
+        if timed:
+            timer.mark(POST)
         return dets
 
     def run_stream(

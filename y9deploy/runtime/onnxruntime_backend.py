@@ -201,6 +201,8 @@ class OnnxRuntimeBackend:
 
     def infer(self, batch: Any, extras: dict[str, Any] | None = None) -> dict[str, Any]:
         """``batch`` (ndarray or CUDA torch tensor [B, 3, H, W]) -> outputs by name (see runtime.backend)."""
+        if isinstance(batch, np.ndarray):  # the host pipeline's blob: straight to the session
+            return self._run_host(batch, extras)
         if is_torch_tensor(batch) and batch.is_cuda:
             return self._infer_gpu(batch, extras)
         if is_torch_tensor(batch):

@@ -2,7 +2,7 @@
 
     rules, thresholds = gate_rules(ruleset, det.names)
     gate = Gate(rules, ruleset.window_s, "gate.mp4")
-    for each frame at time t:                        # tracked by track_run.SourceTracking (lines, zones of the file)
+    for each frame at time t:                        # tracked by source_tracking.SourceTracking
         for verdict in gate.add(tracking.step(kept, t), t):
             audit.write(verdict)                     # a window is judged once a frame of a later one arrives
     last = gate.finish()                             # the window in progress (partial), or None
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from y9core.wording import plural
-from y9deploy.pipelines.counting import CountLine, Zone
-from y9deploy.pipelines.inspection import Rule, Thresholds
-from y9deploy.pipelines.inspection_ruleset import RuleSet
-from y9deploy.pipelines.regions import Region
-from y9deploy.pipelines.tracking import TrackedDetections
+from y9deploy.pipelines.inspection.frame_rules import Rule, Thresholds
+from y9deploy.pipelines.inspection.ruleset import RuleSet
+from y9deploy.tracking.counting import CountLine, Zone
+from y9deploy.tracking.regions import Region
+from y9deploy.tracking.tracker import TrackedDetections
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 EDGE = 1e-9  # a frame within this fraction of a window of its end belongs to the next window (float rounding)
@@ -88,7 +88,7 @@ def seconds_text(t: float) -> str:
 
 @dataclass
 class WindowVerdict:
-    """The verdict on one window of a video or stream (an audit item, as ``inspection_run.ItemVerdict``).
+    """The verdict on one window of a video or stream (an audit item, as ``run.ItemVerdict``).
 
     ``counts``: rule -> count; ``detections``: what was counted, one dict per crossing (``rule``, ``line``,
     ``direction``, ``track_id``, ``class_name``, ``time_s``) or per track (``rule``, ``region``, ``track_id``,

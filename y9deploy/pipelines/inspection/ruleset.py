@@ -1,8 +1,8 @@
 """The validated contents of an inspection rules file: ``RuleSet`` (thresholds, regions, lines, rules) and its
 ``bind(names)``, which resolves the file's class names and ids against a model's into ``(rules, thresholds)``
-for ``inspection.inspect``, with one ``file:line`` sentence per class the model does not have.
+for ``frame_rules.inspect``, with one ``file:line`` sentence per class the model does not have.
 
-``inspection_rules.load_rules(path)`` reads and checks the YAML file and builds one.
+``rules_file.load_rules(path)`` reads and checks the YAML file and builds one.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from y9core.errors import RulesFileError
-from y9deploy.pipelines.counting import CountLine
-from y9deploy.pipelines.inspection import ClassThreshold, Rule, Thresholds
-from y9deploy.pipelines.regions import Region
+from y9deploy.pipelines.inspection.frame_rules import ClassThreshold, Rule, Thresholds
+from y9deploy.tracking.counting import CountLine
+from y9deploy.tracking.regions import Region
 
 DEFAULT_WINDOW_S = 60.0  # one verdict per minute of a video or stream: max: N reads "at most N per minute"
 
@@ -43,7 +43,7 @@ class RuleSpec:
 @dataclass(frozen=True)
 class RuleSet:
     """A validated rules file; ``bind(names)`` resolves class names into ``(rules, thresholds)`` (a line rule
-    becomes a ``Rule`` of its classes and limits without a region; ``inspection_gate`` pairs it with its line)."""
+    becomes a ``Rule`` of its classes and limits without a region; ``gate`` pairs it with its line)."""
 
     path: Path
     default: ClassThreshold

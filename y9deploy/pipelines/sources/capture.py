@@ -21,8 +21,8 @@ import cv2
 import numpy as np
 
 from y9core.errors import SourceError
-from y9deploy.pipelines.file_frames import FrameTally, file_frames
-from y9deploy.pipelines.sources import IMAGE_SUFFIXES, VIDEO_SUFFIXES, is_url, url_kind  # noqa: F401 - re-exported
+from y9deploy.pipelines.sources.file_frames import FrameTally, file_frames
+from y9deploy.pipelines.sources.kinds import IMAGE_SUFFIXES, VIDEO_SUFFIXES, is_url, url_kind  # noqa: F401 - re-exported
 
 DEFAULT_PORTS = {"rtsp": 554, "rtsps": 322, "rtmp": 1935, "http": 80, "https": 443}
 

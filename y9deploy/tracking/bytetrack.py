@@ -4,32 +4,45 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
 1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
 2. confirmed tracks (tracked or lost) are matched to the high-score detections (``score >= high_conf``) by the
-   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched);
+   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched); in the choice (not
+   in what may match) a lost track's cost counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked
+   one at about the same overlap, and a detection of another class than the track began with ``CLASS_BIAS`` more;
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
-4. unconfirmed tracks (one frame old) are matched to the high-score detections left (cost at most 0.7) and
-   confirmed, or dropped;
+4. the high-score detections left that overlap one the confirmed tracks took by IoU > ``SHADOW_IOU`` with a lower
+   score (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, are the detector's duplicates of it:
+   they take no further part; unconfirmed tracks (one frame old) are matched to the high-score detections left
+   (cost at most 0.7) and confirmed, or dropped;
 5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the
-   first frame only; lost tracks not seen for longer than ``lost_seconds`` end; of a tracked and a lost track
-   whose boxes overlap by IoU > 0.95 the younger one ends.
+   first frame only (where the duplicates of other detections start none); lost tracks not seen for longer than
+   ``lost_seconds`` end; of a tracked and a lost track whose boxes overlap by IoU > 0.95 the younger one ends.
 The tracks are rows of arrays; nothing loops over them in Python.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from y9core.box_iou import box_iou_matrix
 from y9core.errors import BackendUnavailableError
 from y9deploy.detections import Detections
-from y9deploy.pipelines.box_kalman import BoxKalman
-
-if TYPE_CHECKING:  # tracking.make_tracker builds this class: no import back at run time
-    from y9deploy.pipelines.tracking import TrackerOptions
+from y9deploy.tracking.box_kalman import BoxKalman
+from y9deploy.tracking.options import TrackerOptions
 
 SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
+# A lost track yields a detection to a tracked one of about the same overlap: in the first round's choice its cost
+# counts LOST_RATE more per frame it has been lost (what may match is unchanged), as its predicted box grows less sure;
+# a track lost behind another object, predicted along with it, no longer takes that object's detection (issue 45).
+LOST_RATE = 0.01
+# A high-score detection left over after the confirmed tracks took theirs is a duplicate of one they took when it
+# overlaps it by IoU > SHADOW_IOU and scores below SHADOW_RATIO times its score, or, whatever its score, by IoU >
+# SAME_BOX_IOU (the same box: e.g. the object under a second class, which class-aware NMS keeps): it starts no track
+# and confirms none (issue 45: a 0.57 duplicate at IoU 0.44 of a real box became a second track and a second line
+# crossing).
+SHADOW_IOU, SHADOW_RATIO, SAME_BOX_IOU = 0.3, 0.85, 0.7
+# A track prefers a detection of the class it began with: in the first round's choice a detection of another class
+# counts this much more (what may match is unchanged: a class that flickers keeps its track).
+CLASS_BIAS = 0.25
 
 
 def _linear_sum_assignment():
@@ -41,15 +54,21 @@ def _linear_sum_assignment():
     return linear_sum_assignment
 
 
-def assign(cost: np.ndarray, limit: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def assign(
+    cost: np.ndarray, limit: float, bias: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Optimal one-to-one matching of rows to columns of ``cost`` (ndarray[R, C]) keeping pairs of cost at most
-    ``limit`` -> (matches ndarray[K, 2] of (row, column), unmatched rows, unmatched columns). Costs above the
-    limit are clipped to just above it first, so that they cannot steer the assignment of the others."""
+    ``limit`` -> (matches ndarray[K, 2] of (row, column), unmatched rows, unmatched columns). ``bias`` (ndarray[R, C]
+    of 0 or more) is added to the costs for the choice only: which pairs may match is decided on ``cost``. Pairs
+    above the limit are set just above every allowed value first, so that they cannot steer the assignment of the
+    others."""
     rows, cols = cost.shape
     if not rows or not cols:
         return np.zeros((0, 2), np.int64), np.arange(rows), np.arange(cols)
-    clipped = np.where(cost > limit, limit + 1e-4, cost)
-    r, c = _linear_sum_assignment()(clipped)
+    choice = cost if bias is None else cost + bias
+    over = cost > limit
+    ceiling = choice[~over].max() if (~over).any() else limit
+    r, c = _linear_sum_assignment()(np.where(over, ceiling + 1e-4, choice))
     keep = cost[r, c] <= limit
     matches = np.stack([r[keep], c[keep]], 1).astype(np.int64)
     free_r = np.ones(rows, bool)
@@ -73,7 +92,7 @@ class ByteTracker:
         self.kalman = BoxKalman(form)
         self.camera = None
         if camera_motion:
-            from y9deploy.pipelines.camera_motion import CameraMotion
+            from y9deploy.tracking.camera_motion import CameraMotion
 
             self.camera = CameraMotion()
         self.reset()
@@ -85,6 +104,7 @@ class ByteTracker:
         self.ids = np.zeros(0, np.int64)  # -1 while unconfirmed
         self.seen = np.zeros(0)  # clock (frames) of the last match
         self.start = np.zeros(0)  # clock when the track began
+        self.cls = np.zeros(0, np.int64)  # class of the detection that started the track
         self.clock, self.frames, self.last_t = 0.0, 0, None
         self.next_id = 1
         if self.camera is not None:
@@ -111,7 +131,7 @@ class ByteTracker:
 
     def _keep(self, mask: np.ndarray) -> None:
         self.mean, self.cov, self.lost = self.mean[mask], self.cov[mask], self.lost[mask]
-        self.ids, self.seen, self.start = self.ids[mask], self.seen[mask], self.start[mask]
+        self.ids, self.seen, self.start, self.cls = self.ids[mask], self.seen[mask], self.start[mask], self.cls[mask]
 
     def update(self, dets: Detections, t: float | None = None, frame: np.ndarray | None = None) -> np.ndarray:
         """One frame -> ndarray[N] int64 track ids for ``dets`` in their order (-1: none); ``t`` the frame's time
@@ -122,6 +142,7 @@ class ByteTracker:
         first = self.frames == 0
         self.frames += 1
         xyxy, score = dets.xyxy.astype(np.float64), dets.confidence.astype(np.float64)
+        cls = np.asarray(dets.class_id, np.int64).reshape(-1)
         out = np.full(len(dets), -1, np.int64)
         wh = xyxy[:, 2:] - xyxy[:, :2]
         valid = np.isfinite(xyxy).all(1) & np.isfinite(score) & (wh > 0).all(1)
@@ -139,10 +160,12 @@ class ByteTracker:
         high = np.flatnonzero(valid & (score >= o.high_conf))
         low = np.flatnonzero(valid & (score > o.low_conf) & (score < o.high_conf))
         pool, fresh = np.flatnonzero(self.ids >= 0), np.flatnonzero(self.ids < 0)
-        m1, free_pool, free_high = assign(1 - _iou(boxes[pool], xyxy[high]) * score[high], o.match_cost)
+        bias = (LOST_RATE * (self.clock - self.seen[pool]) * self.lost[pool])[:, None]
+        bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high])
+        m1, free_pool, free_high = assign(1 - _iou(boxes[pool], xyxy[high]) * score[high], o.match_cost, bias)
         tracked_left = pool[free_pool][~self.lost[pool[free_pool]]]
         m2, free_tracked, _ = assign(1 - _iou(boxes[tracked_left], xyxy[low]), SECOND_ROUND_COST)
-        rest = high[free_high]
+        rest = self._not_shadows(high[free_high], np.concatenate([high[m1[:, 1]], low[m2[:, 1]]]), xyxy, score)
         m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * score[rest], UNCONFIRMED_COST)
 
         rows = np.concatenate([pool[m1[:, 0]], tracked_left[m2[:, 0]], fresh[m3[:, 0]]])
@@ -160,11 +183,26 @@ class ByteTracker:
         keep[fresh[free_fresh]] = False  # unconfirmed tracks not matched again
         keep &= ~(self.lost & (self.clock - self.seen > o.lost_seconds * self.fps))
         self._keep(keep)
-        self._start_tracks(xyxy, score, rest[free_rest], first, out)
+        cand = rest[free_rest]
+        if first:  # no confirmed track yet: the duplicates are those of the other detections
+            cand = self._not_shadows(cand, cand, xyxy, score)
+        self._start_tracks(xyxy, score, cls, cand, first, out)
         self._drop_duplicates()
         return out
 
-    def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cand: np.ndarray, first: bool, out: np.ndarray):
+    @staticmethod
+    def _not_shadows(rest: np.ndarray, taken: np.ndarray, xyxy: np.ndarray, score: np.ndarray) -> np.ndarray:
+        """The detections ``rest`` that are not duplicates (``SHADOW_IOU``, ``SHADOW_RATIO``) of those ``taken``
+        (by the confirmed tracks on this frame)."""
+        if not len(rest) or not len(taken):
+            return rest
+        iou = np.where(rest[:, None] == taken[None, :], 0.0, _iou(xyxy[rest], xyxy[taken]))  # not itself
+        weaker = score[rest, None] < SHADOW_RATIO * score[None, taken]
+        shadow = ((iou > SHADOW_IOU) & weaker) | (iou > SAME_BOX_IOU)
+        return rest[~shadow.any(1)]
+
+    def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cls: np.ndarray, cand: np.ndarray, first: bool,
+                      out: np.ndarray) -> None:  # fmt: skip
         new = cand[score[cand] >= self.options.new_track_conf]
         if not len(new):
             return
@@ -178,6 +216,7 @@ class ByteTracker:
         self.ids = np.concatenate([self.ids, ids.astype(np.int64)])
         self.seen = np.concatenate([self.seen, np.full(len(new), self.clock)])
         self.start = np.concatenate([self.start, np.full(len(new), self.clock)])
+        self.cls = np.concatenate([self.cls, cls[new]])
 
     def _drop_duplicates(self) -> None:
         """Of a tracked and a lost track with nearly the same box (IoU > 0.95), the one followed for less long ends."""

@@ -11,7 +11,7 @@ Order of the checks for one frame:
 2. each rule counts the remaining detections of its classes (at least its own ``min_conf``/``min_area``)
    whose box centre lies inside its region (or, with ``min_overlap``, that fraction of whose area does);
 3. a rule fails when that count is below ``min_count`` or above ``max_count`` (``None``: no maximum).
-A frame passes when every rule holds. The rules file (``y9deploy.pipelines.inspection_rules``) builds these.
+A frame passes when every rule holds. The rules file (``y9deploy.pipelines.inspection.rules_file``) builds these.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from y9deploy.detections import Detections
-from y9deploy.pipelines.regions import Region
+from y9deploy.tracking.regions import Region
 
 
 @dataclass(frozen=True)

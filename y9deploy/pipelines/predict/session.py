@@ -1,10 +1,10 @@
 """The state one ``predict_source`` run shares between its images and videos, and the loops that feed them.
 
 ``PredictSession.images`` reads images ``batch`` at a time, ``PredictSession.video`` reads a video file, stream
-or camera through a ``video.FrameReader``; each frame's detections go to the ``ResultsWriter`` (one JSON line),
+or camera through a ``frame_reader.FrameReader``; each frame's detections go to the ``ResultsWriter`` (one JSON line),
 to the ``PredictionFiles`` (labels, crops, COCO rows) and, with an ``out_dir``, into an annotated copy whose name
 never resolves to an input file. An unreadable input is skipped and listed in the ``PredictSummary``.
-``batch_predict.predict_source`` makes one and fills its summary.
+``run.predict_source`` makes one and fills its summary.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import cv2
 import numpy as np
 
 from y9core.image_write import write_image
-from y9deploy.pipelines.file_frames import check_video_written
-from y9deploy.pipelines.prediction_files import PredictionFiles
-from y9deploy.pipelines.results_writer import ResultsWriter
-from y9deploy.pipelines.sources import is_url, read_url_image
-from y9deploy.pipelines.video import IMAGE_SUFFIXES, FrameReader, is_live
+from y9deploy.pipelines.predict.files import PredictionFiles
+from y9deploy.pipelines.predict.results import ResultsWriter
+from y9deploy.pipelines.sources.file_frames import check_video_written
+from y9deploy.pipelines.sources.frame_reader import IMAGE_SUFFIXES, FrameReader, is_live
+from y9deploy.pipelines.sources.kinds import is_url, read_url_image
 
 if TYPE_CHECKING:
-    from y9deploy.pipelines.batch_predict import PredictSummary
+    from y9deploy.pipelines.predict.summary import PredictSummary
 
 
 def _unique(save_dir: Path, name: str, used: set[str], inputs: set[Path]) -> Path:
@@ -65,7 +65,7 @@ class PredictSession:
     batch: int
     warn: Callable[[str], None]
     on_frame: Callable[[str, int], None] | None
-    track: Any = None  # track_run.TrackOptions
+    track: Any = None  # y9deploy.tracking.source_tracking.TrackOptions
     files: PredictionFiles | None = None  # label files, crops, COCO rows
     used: set[str] = field(default_factory=set)
 
@@ -133,7 +133,7 @@ class PredictSession:
             out = _unique(self.out_dir, name, self.used, self.inputs)
         tracking = None
         if self.track is not None:
-            from y9deploy.pipelines.track_run import SourceTracking, frame_time
+            from y9deploy.tracking.source_tracking import SourceTracking, frame_time
 
             tracking = SourceTracking(self.track, fps=reader.fps)
         try:

@@ -3,12 +3,12 @@
     result = run_gate("rtsp://cam/gate", detector, load_rules("gate.yaml"), emit=audit.write)
     result.windows, result.counts.lines["gate"]
 
-Frames come through ``video.FrameReader`` with its policies: ``latest`` for streams and cameras (only the newest
+Frames come through ``frame_reader.FrameReader`` with its policies: ``latest`` for streams and cameras (only the newest
 frame waits for the model; older ones are dropped and counted), ``queue`` for files (every frame, in order). The
 detections of each frame that meet the file's thresholds are tracked and counted on the file's lines and regions
-(``track_run.SourceTracking``; the tracker is told each frame's time, a file's ``index / fps`` or a live source's
+(``source_tracking.SourceTracking``; the tracker is told each frame's time, a file's ``index / fps`` or a live source's
 capture time, so frames dropped behind a slow model are a longer prediction step, not lost tracks), and
-``inspection_gate.Gate`` judges each window as soon as a frame of a later one arrives: ``emit`` gets its verdict at
+``gate.Gate`` judges each window as soon as a frame of a later one arrives: ``emit`` gets its verdict at
 once. The window in progress when the source ends, the run is stopped (``stop``) or fails is judged too (partial).
 """
 
@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from y9deploy.pipelines.counting import CountSummary
-from y9deploy.pipelines.inspection_gate import Gate, WindowVerdict, gate_rules, region_zone, seconds_text
-from y9deploy.pipelines.inspection_ruleset import RuleSet
-from y9deploy.pipelines.sources import is_url, url_kind
-from y9deploy.pipelines.track_run import SourceTracking, TrackOptions, frame_time
-from y9deploy.pipelines.tracking import TrackerKind
-from y9deploy.pipelines.video import VIDEO_SUFFIXES, FrameReader, ReconnectPolicy, is_live
+from y9deploy.pipelines.inspection.gate import Gate, WindowVerdict, gate_rules, region_zone, seconds_text
+from y9deploy.pipelines.inspection.ruleset import RuleSet
+from y9deploy.pipelines.sources.frame_reader import VIDEO_SUFFIXES, FrameReader, ReconnectPolicy, is_live
+from y9deploy.pipelines.sources.kinds import is_url, url_kind
+from y9deploy.tracking.counting import CountSummary
+from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions, frame_time
+from y9deploy.tracking.tracker import TrackerKind
 
 
 @dataclass

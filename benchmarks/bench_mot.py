@@ -1,0 +1,119 @@
+"""Tracking and counting measured on public MOT ground truth: y9's trackers against the maintained ones (issue 45).
+
+    /work/bench-venv/bin/python benchmarks/bench_mot.py --sv030-python .venv/bin/python [--seeds 3] [--json out.json]
+
+(run from the repository root with it on PYTHONPATH). The environment it runs in needs ``motmetrics``,
+``trackeval`` and ``trackers`` (which brings supervision 0.31 and the non-headless ``opencv-python``: never in the
+project's venv, which holds the headless one; a venv of its own). supervision 0.30's ByteTrack runs in the
+interpreter ``--sv030-python`` names (the project's venv holds it; left out, that row is skipped).
+
+What it does (modules beside it):
+- ``mot_noise``: the TUD-Campus and TUD-Stadtmitte ground truth of the motmetrics wheel, turned into detections by
+  a documented noise model (misses, jitter, duplicates at IoU 0.3-0.6 with lower scores, false positives, score
+  noise) at the levels none / low / medium / high, for each seed;
+- ``mot_trackers``: each tracker (y9's through ``make_tracker``; ``trackers``' ByteTrack / BoT-SORT / OC-SORT with
+  their defaults and with y9's thresholds; supervision 0.30's ByteTrack) run over the same detections;
+- ``mot_scoring``: MOTA, IDF1 and ID switches (motmetrics, IoU >= 0.5, summed over the two sequences), HOTA
+  (trackeval), and the count error: |line in - truth| + |line out - truth| + |zone visits - truth| summed over the
+  two sequences, where the truth is the same counter run on the ground-truth tracks;
+- the time per frame: median ms of ``update`` at 100 detections a frame (``mot_noise.crowd_scene``, 300 frames, the
+  first 20 left out), one thread.
+Every figure is the mean over the seeds.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mot_noise import LEVELS, SEQUENCES, crowd_scene, load_sequence, make_detections  # noqa: E402
+from mot_scoring import RAW, clear_identity, counts, hota_combined, hota_sequence, summarise  # noqa: E402
+from mot_trackers import SV030, TRACKERS, run, run_in_worker  # noqa: E402
+
+
+def score_runs(outputs: dict, seqs: dict, truth_counts: dict) -> dict:
+    """outputs[(level, seed, seq)] = frames of (xyxy, ids) -> per level: mean over seeds of the figures."""
+    per_level: dict[str, list[dict]] = {}
+    for level in LEVELS:
+        seeds = sorted({s for (lv, s, _) in outputs if lv == level})
+        for seed in seeds:
+            raw = dict.fromkeys(RAW, 0)
+            hota, line_err, zone_err = {}, 0, 0
+            for name, seq in seqs.items():
+                out = outputs[(level, seed, name)]
+                for k, v in clear_identity(seq.frames, out).items():
+                    raw[k] += v
+                hota[name] = hota_sequence(seq.frames, out)
+                c = counts(out, seq.width, seq.height, seq.fps)
+                t = truth_counts[name]
+                line_err += abs(c[0] - t[0]) + abs(c[1] - t[1])
+                zone_err += abs(c[2] - t[2])
+            per_level.setdefault(level, []).append({**summarise(raw), "hota": hota_combined(hota),
+                                                    "line_err": line_err, "zone_err": zone_err})  # fmt: skip
+    return {lv: {k: float(np.mean([r[k] for r in rows])) for k in rows[0]} for lv, rows in per_level.items()}
+
+
+def median_ms(times: list[float], skip: int = 20) -> float:
+    return float(np.median(np.asarray(times[skip:]))) * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--trackers", default=None, help="comma-separated names (default: all); see mot_trackers")
+    ap.add_argument("--sv030-python", default=None, help="an interpreter with supervision 0.30 (its ByteTrack row)")
+    ap.add_argument("--timing-frames", type=int, default=300)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    t_start = time.perf_counter()
+    seqs = {name: load_sequence(name) for name in SEQUENCES}
+    truth_counts = {n: counts([(b, i) for i, b in s.frames], s.width, s.height, s.fps) for n, s in seqs.items()}
+    cases = {(lv, seed, n): make_detections(s, LEVELS[lv], seed) for lv in LEVELS for seed in range(args.seeds)
+             for n, s in seqs.items()}  # fmt: skip
+    names = args.trackers.split(",") if args.trackers else list(TRACKERS) + ([SV030] if args.sv030_python else [])
+    timing_scene = crowd_scene(100, args.timing_frames)
+    table = {}
+    for name in names:
+        if name == SV030:
+            keys = list(cases)
+            results = run_in_worker(args.sv030_python, [(cases[k], seqs[k[2]].fps) for k in keys] +
+                                    [(timing_scene, 30.0)])  # fmt: skip
+            outputs = {k: r[0] for k, r in zip(keys, results)}
+            timing = results[-1][1]
+        else:
+            factory = TRACKERS[name]
+            outputs = {k: run(factory, dets, seqs[k[2]].fps)[0] for k, dets in cases.items()}
+            timing = run(factory, timing_scene, 30.0)[1]
+        table[name] = {"levels": score_runs(outputs, seqs, truth_counts), "ms_per_frame": median_ms(timing)}
+        print(f"... {name} done ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr, flush=True)
+
+    print(f"TUD-Campus + TUD-Stadtmitte (motmetrics' ground truth), noise levels of benchmarks/mot_noise.py, "
+          f"{args.seeds} seeds (means); ms: 100 detections a frame, one thread, {platform.machine()}")  # fmt: skip
+    print(f"ground-truth counts (line in, out, zone visits): {truth_counts}")
+    print("| tracker | noise | MOTA | IDF1 | HOTA | ID switches | count error line / zone | ms per frame |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, row in table.items():
+        for lv, m in row["levels"].items():
+            print(f"| {name} | {lv} | {m['mota']:.3f} | {m['idf1']:.3f} | {m['hota']:.3f} | {m['idsw']:.1f} | "
+                  f"{m['line_err']:.1f} / {m['zone_err']:.1f} | {row['ms_per_frame']:.2f} |")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({"truth_counts": truth_counts, "seeds": args.seeds, "table": table},
+                                              indent=1))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The trackers the MOT benchmark (``bench_mot.py``) compares, each behind one small adapter:
+
+    step = TRACKERS[name](fps)               # a fresh tracker
+    boxes, ids = step(xyxy, score, k)        # frame k's detections -> the boxes in confirmed tracks and their ids
+
+- ``y9 bytetrack`` / ``y9 botsort``: y9's public entry, ``make_tracker(kind, fps=...)``, with its defaults (BoT-SORT
+  without camera-motion compensation: the benchmark has no images, and the TUD cameras do not move);
+- ``trackers`` (Roboflow, 2.6): ``ByteTrackTracker``, ``BoTSORTTracker`` (``enable_cmc=False``, as above) and
+  ``OCSORTTracker``, each with its defaults and "matched": y9's thresholds (new track at 0.35, high-score round
+  from 0.25, IoU at least 0.2, a track confirmed on its second frame, kept 1 s when lost);
+- ``supervision 0.30 ByteTrack``: supervision's last ByteTrack (removed in 0.31); its defaults are y9's, so
+  there is no "matched" row. supervision 0.30 cannot sit beside ``trackers`` (which needs supervision 0.31 and
+  the non-headless OpenCV), so it runs in another interpreter (``--sv030-python``, e.g. the project's venv,
+  which holds it) through ``run_in_worker``.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MATCHED = dict(new_track=0.35, high=0.25, iou=0.2, lost_s=1.0, confirm_frames=2)
+
+
+def _y9(kind: str):
+    from y9deploy.detections import Detections
+    from y9deploy.tracking import make_tracker
+
+    def factory(fps: float):
+        tracker = make_tracker(kind, fps=fps)
+
+        def step(xyxy: np.ndarray, score: np.ndarray, k: int):
+            dets = Detections(xyxy, score, np.zeros(len(score), np.int64), ["object"])
+            ids = tracker.update(dets, t=k / fps)
+            keep = ids >= 0
+            return xyxy[keep], ids[keep]
+
+        return step
+
+    return factory
+
+
+def _roboflow(cls_name: str, matched: bool):
+    def factory(fps: float):
+        import supervision as sv
+        import trackers
+
+        cls = getattr(trackers, cls_name)
+        kw: dict = {"frame_rate": fps}
+        if cls_name == "BoTSORTTracker":
+            kw["enable_cmc"] = False
+        if matched:
+            kw.update(lost_track_buffer=int(round(MATCHED["lost_s"] * 30)), high_conf_det_threshold=MATCHED["high"],
+                      minimum_consecutive_frames=MATCHED["confirm_frames"])  # fmt: skip
+            if cls_name == "BoTSORTTracker":
+                kw.update(track_activation_threshold=MATCHED["new_track"], minimum_iou_threshold_first_assoc=MATCHED["iou"])
+            elif cls_name == "ByteTrackTracker":
+                kw.update(track_activation_threshold=MATCHED["new_track"], minimum_iou_threshold=MATCHED["iou"])
+            else:  # OC-SORT has no activation threshold: every high-score detection may start a track
+                kw.update(minimum_iou_threshold=MATCHED["iou"])
+        tracker = cls(**kw)
+
+        def step(xyxy: np.ndarray, score: np.ndarray, k: int):
+            dets = sv.Detections(xyxy=xyxy.reshape(-1, 4), confidence=score, class_id=np.zeros(len(score), int))
+            out = tracker.update(dets)
+            ids = np.asarray(out.tracker_id if out.tracker_id is not None else np.full(len(out), -1), np.int64)
+            keep = ids >= 0
+            return np.asarray(out.xyxy)[keep], ids[keep]
+
+        return step
+
+    return factory
+
+
+def _sv030(fps: float):
+    import warnings
+
+    import supervision as sv
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tracker = sv.ByteTrack(frame_rate=int(round(fps)))
+
+    def step(xyxy: np.ndarray, score: np.ndarray, k: int):
+        out = tracker.update_with_detections(
+            sv.Detections(xyxy=xyxy.reshape(-1, 4), confidence=score, class_id=np.zeros(len(score), int))
+        )
+        ids = np.asarray(out.tracker_id if out.tracker_id is not None else np.zeros(0), np.int64)
+        return np.asarray(out.xyxy)[ids >= 0], ids[ids >= 0]
+
+    return step
+
+
+TRACKERS = {
+    "y9 bytetrack": _y9("bytetrack"),
+    "y9 botsort": _y9("botsort"),
+    "trackers ByteTrack": _roboflow("ByteTrackTracker", False),
+    "trackers ByteTrack matched": _roboflow("ByteTrackTracker", True),
+    "trackers BoT-SORT": _roboflow("BoTSORTTracker", False),
+    "trackers BoT-SORT matched": _roboflow("BoTSORTTracker", True),
+    "trackers OC-SORT": _roboflow("OCSORTTracker", False),
+    "trackers OC-SORT matched": _roboflow("OCSORTTracker", True),
+}
+SV030 = "supervision 0.30 ByteTrack"
+
+
+def run(factory, frames: list[tuple[np.ndarray, np.ndarray]], fps: float):
+    """One tracker over one detection sequence -> (per frame (boxes, ids), per frame seconds)."""
+    step = factory(fps)
+    out, times = [], []
+    for k, (xyxy, score) in enumerate(frames):
+        t0 = time.perf_counter()
+        res = step(xyxy, score, k)
+        times.append(time.perf_counter() - t0)
+        out.append(res)
+    return out, times
+
+
+def run_in_worker(python: str, jobs: list[tuple[list, float]]) -> list:
+    """supervision 0.30's ByteTrack over ``jobs`` [(frames, fps)] in the interpreter ``python`` -> [run(...)]."""
+    data = pickle.dumps(jobs)
+    proc = subprocess.run([python, str(Path(__file__)), "--worker"], input=data, capture_output=True, check=False,
+                          env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    if proc.returncode:
+        raise RuntimeError(f"the supervision 0.30 worker ({python}) failed: {proc.stderr.decode()[-2000:]}")
+    return pickle.loads(proc.stdout)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:  # the supervision 0.30 side of run_in_worker
+    jobs = pickle.loads(sys.stdin.buffer.read())
+    results = [run(_sv030, frames, fps) for frames, fps in jobs]
+    sys.stdout.buffer.write(pickle.dumps(results))
