@@ -34,7 +34,7 @@ def _race(args_of, capsys, rounds: int = ROUNDS):
     for k in range(rounds):
         gate, got = threading.Barrier(2), {}
 
-        def go(i: int, args: list[str]) -> None:
+        def go(i: int, args: list[str], gate=gate, got=got) -> None:
             gate.wait()
             got[i] = run([str(a) for a in args])
 
@@ -83,14 +83,18 @@ def test_two_reparams_of_one_file_at_once_one_writes(small_pt, tmp_path, capsys)
 def test_a_second_claim_of_a_held_file_is_refused_naming_it(tmp_path):
     out = tmp_path / "a.onnx"
     with claim_output_file(out, what="output ONNX file"):
-        with pytest.raises(OutputError, match=r"output ONNX file .*a\.onnx is being written by another y9 process"):
-            with claim_output_file(out, what="output ONNX file", exist_ok=True):
-                pass
+        with (
+            pytest.raises(OutputError, match=r"output ONNX file .*a\.onnx is being written by another y9 process"),
+            claim_output_file(out, what="output ONNX file", exist_ok=True),
+        ):
+            pass
         atomic_write(out, b"first")
     assert out.read_bytes() == b"first" and not lock_path(out).exists()
-    with pytest.raises(OutputError, match="already exists"):  # the first writer finished: its file is kept
-        with claim_output_file(out, what="output ONNX file"):
-            pass
+    with (
+        pytest.raises(OutputError, match="already exists"),  # the first writer finished: its file is kept
+        claim_output_file(out, what="output ONNX file"),
+    ):
+        pass
     assert out.read_bytes() == b"first"
 
 
