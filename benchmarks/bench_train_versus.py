@@ -6,7 +6,7 @@ peak GPU memory (issue 37's table; docs/benchmarks.md, "Training: speed").
     python benchmarks/bench_train_versus.py ../shared/datasets/coco8/data.yaml --dry --out /tmp/vs   # CPU smoke run
 
 How each figure is taken (``<out>/<trainer>/timing.json``, then ``<out>/versus.json`` and a table):
-- wall: the child process from its start (the operating system's, ``psutil``) to the end of training, plus the
+- wall: the child process from its start (the kernel's record, ``y9train.startup.process_age``) to the end of training, plus the
   parent's measure of the whole child (start to exit);
 - to first step: process start to the first training batch's forward; y9 from its own ``startup.json``
   (``y9train.startup``: every phase), Ultralytics from its ``on_train_batch_start`` callback;
@@ -42,9 +42,10 @@ ULTRALYTICS_MODELS = {"yolov9-s": "yolov9s.yaml", "gelan-s": "yolov9s.yaml", "yo
 
 
 def process_age() -> float:
-    import psutil
+    """Seconds since this process started: y9's own measure (``/proc`` on Linux, 10 ms), for both trainers."""
+    from y9train.startup import process_age as age
 
-    return time.time() - psutil.Process().create_time()
+    return age()
 
 
 def steady(values: list[float]) -> float | None:

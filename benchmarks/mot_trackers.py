@@ -4,7 +4,10 @@
     boxes, ids = step(xyxy, score, k)        # frame k's detections -> the boxes in confirmed tracks and their ids
 
 - ``y9 bytetrack`` / ``y9 botsort``: y9's public entry, ``make_tracker(kind, fps=...)``, with its defaults (BoT-SORT
-  without camera-motion compensation: the benchmark has no images, and the TUD cameras do not move);
+  without camera-motion compensation: the benchmark has no images, and the TUD cameras do not move; both kinds
+  then run the same tracker, BoT-SORT's box state having become ``bytetrack``'s too);
+- ``y9 bytetrack xyah``: the same association over the ByteTrack paper's box state (aspect ratio and height),
+  ``ByteTracker(form="xyah")``: the evidence for the box state ``make_tracker`` chooses;
 - ``trackers`` (Roboflow, 2.6): ``ByteTrackTracker``, ``BoTSORTTracker`` (``enable_cmc=False``, as above) and
   ``OCSORTTracker``, each with its defaults and "matched": y9's thresholds (new track at 0.35, high-score round
   from 0.25, IoU at least 0.2, a track confirmed on its second frame, kept 1 s when lost);
@@ -43,6 +46,21 @@ def _y9(kind: str):
         return step
 
     return factory
+
+
+def _y9_xyah(fps: float):
+    from y9deploy.detections import Detections
+    from y9deploy.tracking import TrackerOptions
+    from y9deploy.tracking.bytetrack import ByteTracker
+
+    tracker = ByteTracker(TrackerOptions(), fps=fps, form="xyah")
+
+    def step(xyxy: np.ndarray, score: np.ndarray, k: int):
+        ids = tracker.update(Detections(xyxy, score, np.zeros(len(score), np.int64), ["object"]), t=k / fps)
+        keep = ids >= 0
+        return xyxy[keep], ids[keep]
+
+    return step
 
 
 def _roboflow(cls_name: str, matched: bool):
@@ -99,6 +117,7 @@ def _sv030(fps: float):
 TRACKERS = {
     "y9 bytetrack": _y9("bytetrack"),
     "y9 botsort": _y9("botsort"),
+    "y9 bytetrack xyah": _y9_xyah,
     "trackers ByteTrack": _roboflow("ByteTrackTracker", False),
     "trackers ByteTrack matched": _roboflow("ByteTrackTracker", True),
     "trackers BoT-SORT": _roboflow("BoTSORTTracker", False),

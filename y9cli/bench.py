@@ -63,75 +63,79 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Benchmark models: p50/p90/p99/max of pre, infer, post and end to end, and img/s."""
-        from rich.console import Console
-        from rich.table import Table
+        from contextlib import ExitStack
 
-        from y9deploy.bench import BenchmarkResult, benchmark, compare
+        with ExitStack() as hold:
+            from rich.console import Console
+            from rich.table import Table
 
-        try:
-            fh, fw = (int(v) for v in frame.lower().split("x"))
-        except ValueError:
-            raise typer.BadParameter(f"--frame {frame!r}: expected HxW, e.g. 1080x1920") from None
-        old = BenchmarkResult.load(compare_to) if compare_to is not None else None
-        if json_out is not None:
-            from y9core.atomic_write import ensure_writable
-            from y9core.run_dir import check_output_file
+            from y9deploy.bench import BenchmarkResult, benchmark, compare
 
-            inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
-            check_output_file(json_out, inputs=inputs, exist_ok=True, what="--json file")  # never over an input
-            ensure_writable(json_out)  # before the benchmark, not after it
-        from y9deploy.model_file.official_weights import weights_path
+            try:
+                fh, fw = (int(v) for v in frame.lower().split("x"))
+            except ValueError:
+                raise typer.BadParameter(f"--frame {frame!r}: expected HxW, e.g. 1080x1920") from None
+            old = BenchmarkResult.load(compare_to) if compare_to is not None else None
+            if json_out is not None:
+                from y9cli.outputs import claim_file
+                from y9core.atomic_write import ensure_writable
 
-        models = [weights_path(m) for m in models]  # official weights by name: downloaded once
-        frames = None
-        if source is not None:
-            from y9deploy.runtime.image_file import read_image
+                inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
+                # never over an input; one writer at a time (replacing an earlier JSON is the point of --json)
+                hold.enter_context(claim_file(json_out, inputs=inputs, exist_ok=True, what="--json file"))
+                ensure_writable(json_out)  # before the benchmark, not after it
+            from y9deploy.model_file.official_weights import weights_path
 
-            frames = [read_image(source)]
-        console = Console()
-        result = benchmark(
-            list(models),
-            batch_sizes=_sizes(batch),
-            iters=iters,
-            warmup=warmup,
-            idle_ms=idle_ms,
-            device=device,
-            frame_hw=(fh, fw),
-            frames=frames,
-            imgsz=imgsz,
-            conf=conf,
-            stream=stream,
-            progress=lambda name, b: console.print(f"[dim]benchmarking {name} batch {b} ...[/dim]"),
-            **({"compile": True} if compile_model else {}),
-        )
-        table = Table(
-            title="y9 benchmark: p50 per stage, end to end p50/p99 (ms), throughput", title_justify="left"
-        )
-        for i, col in enumerate(BenchmarkResult.COLUMNS):
-            if i == 0:
-                table.add_column(col, overflow="fold")
-            else:
-                table.add_column(col, justify="right", no_wrap=True)
-        for row in result.rows():
-            table.add_row(*row)
-        console.print(table)
-        if json_out is not None:
-            result.save(json_out)
-            console.print(f"wrote {json_out}")
-        if old is not None:
-            rows = compare(result, old)
-            reg = Table(title=f"compared with {compare_to}")
-            for col in ("model", "batch", "metric", "old", "new", "change"):
-                reg.add_column(col, justify="left" if col in ("model", "metric") else "right")
-            for r in rows:
-                style = "red" if r.regression else ("green" if r.notable else "")
-                reg.add_row(
-                    r.model,
-                    str(r.batch),
-                    r.metric,
-                    f"{r.old:.2f}",
-                    f"{r.new:.2f}",
-                    f"[{style}]{r.change:+.1%}[/{style}]" if style else f"{r.change:+.1%}",
-                )
-            none = "no case in common with the earlier JSON (same model file name, batch and mode: predict or --stream)."
-            console.print(reg if rows else none)
+            models = [weights_path(m) for m in models]  # official weights by name: downloaded once
+            frames = None
+            if source is not None:
+                from y9deploy.runtime.image_file import read_image
+
+                frames = [read_image(source)]
+            console = Console()
+            result = benchmark(
+                list(models),
+                batch_sizes=_sizes(batch),
+                iters=iters,
+                warmup=warmup,
+                idle_ms=idle_ms,
+                device=device,
+                frame_hw=(fh, fw),
+                frames=frames,
+                imgsz=imgsz,
+                conf=conf,
+                stream=stream,
+                progress=lambda name, b: console.print(f"[dim]benchmarking {name} batch {b} ...[/dim]"),
+                **({"compile": True} if compile_model else {}),
+            )
+            table = Table(
+                title="y9 benchmark: p50 per stage, end to end p50/p99 (ms), throughput", title_justify="left"
+            )
+            for i, col in enumerate(BenchmarkResult.COLUMNS):
+                if i == 0:
+                    table.add_column(col, overflow="fold")
+                else:
+                    table.add_column(col, justify="right", no_wrap=True)
+            for row in result.rows():
+                table.add_row(*row)
+            console.print(table)
+            if json_out is not None:
+                result.save(json_out)
+                console.print(f"wrote {json_out}")
+            if old is not None:
+                rows = compare(result, old)
+                reg = Table(title=f"compared with {compare_to}")
+                for col in ("model", "batch", "metric", "old", "new", "change"):
+                    reg.add_column(col, justify="left" if col in ("model", "metric") else "right")
+                for r in rows:
+                    style = "red" if r.regression else ("green" if r.notable else "")
+                    reg.add_row(
+                        r.model,
+                        str(r.batch),
+                        r.metric,
+                        f"{r.old:.2f}",
+                        f"{r.new:.2f}",
+                        f"[{style}]{r.change:+.1%}[/{style}]" if style else f"{r.change:+.1%}",
+                    )
+                none = "no case in common with the earlier JSON (same model file name, batch and mode: predict or --stream)."
+                console.print(reg if rows else none)

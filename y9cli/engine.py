@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         """Build a TensorRT engine (FP16 by default) and its manifest <engine>.json."""
         from rich.console import Console
 
-        from y9core.run_dir import check_output_file
+        from y9cli.outputs import claim_file
         from y9deploy.engine.builder import build_engine_report
         from y9deploy.engine.manifest import manifest_path
         from y9deploy.engine.progress import RichBuildProgress
@@ -82,32 +82,32 @@ def register(app: typer.Typer) -> None:
 
         output = output if output is not None else onnx.with_suffix(".engine")
         inputs = [p for p in (onnx, verify, reference) if p is not None]
-        check_output_file(output, inputs=inputs, exist_ok=exist_ok, what="output engine")
-        check_output_file(manifest_path(output), inputs=inputs, exist_ok=exist_ok, what="engine manifest")
-        console = Console(stderr=True)
-        kwargs = dict(
-            fp16=fp16,
-            batch=batch,
-            workspace_gb=workspace,
-            target=target,
-            timing_cache=timing_cache,
-            flavour=None if flavour is FlavourChoice.auto else flavour.value,
-            int8=int8,
-        )
-        check = None
-        if verify is None and reference is not None:
-            raise ValueError(
-                f"--reference {reference} was given without --verify; expected --verify DATA.yaml too."
+        with claim_file(output, inputs=inputs, exist_ok=exist_ok, what="output engine"), \
+                claim_file(manifest_path(output), inputs=inputs, exist_ok=exist_ok, what="engine manifest"):
+            console = Console(stderr=True)
+            kwargs = dict(
+                fp16=fp16,
+                batch=batch,
+                workspace_gb=workspace,
+                target=target,
+                timing_cache=timing_cache,
+                flavour=None if flavour is FlavourChoice.auto else flavour.value,
+                int8=int8,
             )
-        if verify is not None:
-            kwargs = dict(kwargs, data=verify, reference=reference, threshold_points=verify_threshold)
-            kwargs["split"] = verify_split
-        build = build_engine_report if verify is None else build_engine_verified
-        if console.is_terminal:
-            with RichBuildProgress(console) as progress:
-                result = build(onnx, output, progress=progress, **kwargs)
-        else:
-            result = build(onnx, output, **kwargs)
+            check = None
+            if verify is None and reference is not None:
+                raise ValueError(
+                    f"--reference {reference} was given without --verify; expected --verify DATA.yaml too."
+                )
+            if verify is not None:
+                kwargs = dict(kwargs, data=verify, reference=reference, threshold_points=verify_threshold)
+                kwargs["split"] = verify_split
+            build = build_engine_report if verify is None else build_engine_verified
+            if console.is_terminal:
+                with RichBuildProgress(console) as progress:
+                    result = build(onnx, output, progress=progress, **kwargs)
+            else:
+                result = build(onnx, output, **kwargs)
         if verify is not None:
             result, check = result
         m = result.manifest

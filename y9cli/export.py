@@ -79,31 +79,31 @@ def register(app: typer.Typer) -> None:
         exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace the ONNX file if it exists.")] = False,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
-        from y9core.run_dir import check_output_file
+        from y9cli.outputs import claim_file
         from y9deploy.export.onnx_export import export_onnx_report
         from y9deploy.model_file.official_weights import weights_path
 
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
         source = weights_path(source)  # official weights by name: downloaded once
-        check_output_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file")
-        before = output.stat().st_mtime_ns if output.exists() else None
-        on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
-        result = export_onnx_report(
-            source,
-            output,
-            imgsz=imgsz,
-            batch=batch,
-            dynamic_batch=dynamic_batch,
-            half=half,
-            simplify=simplify,
-            end2end=end2end,
-            opset=opset,
-            conf=conf,
-            iou=iou,
-            max_det=max_det,
-            check=check,
-            check_input=check_images or None,
-        )
+        with claim_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file"):
+            before = output.stat().st_mtime_ns if output.exists() else None
+            on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
+            result = export_onnx_report(
+                source,
+                output,
+                imgsz=imgsz,
+                batch=batch,
+                dynamic_batch=dynamic_batch,
+                half=half,
+                simplify=simplify,
+                end2end=end2end,
+                opset=opset,
+                conf=conf,
+                iou=iou,
+                max_det=max_det,
+                check=check,
+                check_input=check_images or None,
+            )
         h, w = result.imgsz
         shape = f"[{'batch' if result.dynamic_batch else result.batch}, 3, {h}, {w}]"
         extras = [x for x, on in (("fp16", result.half), ("end2end NMS", result.end2end)) if on]

@@ -9,7 +9,8 @@ the YOLO family's tools do:
   (then the command says what the folder held and what happens to it: logs are appended to, never replaced).
 
 Commands that write one file (export, build-engine, reparam) or one model folder (triton) take ``-o/--output`` and
-refuse an output that is one of their inputs, or that exists unless ``--exist-ok``.
+refuse an output that is one of their inputs, or that exists unless ``--exist-ok``; each holds its file for the whole
+command (``claim_file``, i.e. ``y9core.output_file``): a second writer of the same file refuses in one sentence.
 
 The old names ``--save-dir`` (predict) and ``--out`` (inspect, triton), and triton's ``--overwrite``, still work for
 this release as hidden aliases and print a deprecation note.
@@ -18,7 +19,7 @@ this release as hidden aliases and print a deprecation note.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -48,6 +49,19 @@ ExistOkOption = Annotated[
         "output file is replaced.",
     ),
 ]
+
+
+def warn(message: str) -> None:
+    typer.secho(f"warning: {message}", err=True, fg=typer.colors.YELLOW)
+
+
+def claim_file(
+    path: Path, *, inputs: Iterable[str | Path] = (), exist_ok: bool = False, what: str = "output"
+) -> AbstractContextManager[Path]:
+    """Hold one output file for this command (``y9core.output_file.claim_output_file``): ``with claim_file(...):``."""
+    from y9core.output_file import claim_output_file
+
+    return claim_output_file(path, inputs=inputs, exist_ok=exist_ok, what=what, warn=warn)
 
 
 def note(message: str) -> None:
@@ -104,7 +118,7 @@ def writing(run: RunDir, *, reuse: str | None = None) -> Iterator[RunLock]:
     """Hold ``run``'s folder for this process (``RunLock``) while the command writes; print ``run.reuse_note``
     (``reuse`` says what happens to the earlier files). A folder this run created that is still empty when the
     command fails (before writing anything: a bad model, rules file or camera) is removed: nothing is left behind."""
-    lock = RunLock(run.path, warn=lambda m: typer.secho(f"warning: {m}", err=True, fg=typer.colors.YELLOW))
+    lock = RunLock(run.path, warn=warn)
     lock.acquire()
     try:
         if reuse is not None and (line := run.reuse_note(reuse)) is not None:

@@ -17,12 +17,11 @@ def reparam(
     exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace OUTPUT if it exists.")] = False,
 ) -> None:
     """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
-    from y9core.run_dir import check_output_file
+    from y9cli.outputs import claim_file
     from y9train.reparam_checkpoint import reparameterize_checkpoint
 
-    check_output_file(output, inputs=[source], exist_ok=exist_ok, what="output checkpoint")
-
-    result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
+    with claim_file(output, inputs=[source], exist_ok=exist_ok, what="output checkpoint"):
+        result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
     typer.echo(
         f"{result.source_name} -> {result.target_name}: {result.params_before:,} -> {result.params_after:,} "
         f"parameters{' (fused)' if fuse else ''}; written to {result.path}"

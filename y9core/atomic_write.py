@@ -4,14 +4,58 @@ The bytes go to a hidden temporary file beside the target (``.<name>.<pid>.tmp``
 the temporary file is renamed over the target. On any failure (a read-only folder, a full disk, a kill of the
 write, a target that is a folder) the temporary file is removed and the ``OSError`` re-raised naming the
 target, so that the CLI can say in one sentence which file could not be written and why.
+
+A target claimed new (``y9core.output_file.claim_output_file`` without ``exist_ok``) is never replaced: the
+temporary file is hard-linked to the target's name, which fails when a file of that name appeared meanwhile (another
+program wrote it), instead of ``os.replace``; then an ``OutputError`` naming the target is raised and the file that
+appeared is kept.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
+from y9core.errors import OutputError
+
 CHUNK = 1 << 22  # bytes per os.write call
+_NEW_ONLY: set[str] = set()  # absolute targets this process claimed new: never replaced (module docstring)
+
+
+def keep_new(path: str | os.PathLike, on: bool = True) -> None:
+    """Mark ``path`` (``on``) as a target :func:`atomic_write` must create, never replace; ``on=False`` unmarks it."""
+    key = os.path.abspath(path)
+    if on:
+        _NEW_ONLY.add(key)
+    else:
+        _NEW_ONLY.discard(key)
+
+
+def _appeared(path: Path) -> OutputError:
+    return OutputError(
+        f"{path} appeared while this process was writing it (another program wrote it); it was kept and nothing was "
+        "replaced: expected a new name; choose another, or add --exist-ok to replace it."
+    )
+
+
+def publish(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path``; a target marked new is linked instead, refused if it exists (OutputError)."""
+    if os.path.abspath(path) not in _NEW_ONLY:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise _appeared(path) from None
+    except OSError as exc:  # a file system without hard links: check, then rename (a narrow race is left)
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if path.exists():
+            raise _appeared(path) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def temporary_path(path: Path) -> Path:
@@ -21,7 +65,7 @@ def temporary_path(path: Path) -> Path:
 
 def _renamed(exc: OSError, path: Path) -> OSError:
     """``exc`` as the same OSError subclass, naming ``path`` (the file the user asked for, not the temporary)."""
-    if exc.errno is None:
+    if exc.errno is None or exc.filename == str(path):
         return exc
     return type(exc)(exc.errno, exc.strerror, str(path))
 
@@ -35,7 +79,8 @@ def atomic_write(
     file, but never leaves a part of one under its name).
 
     Raises:
-        OSError (its subclass kept) naming ``path``; nothing is left behind but the old file, if any.
+        OSError (its subclass kept) naming ``path``; nothing is left behind but the old file, if any. OutputError:
+        ``path`` was claimed new and a file of that name appeared meanwhile (module docstring).
     """
     path = Path(path)
     if isinstance(data, str):
@@ -56,7 +101,7 @@ def atomic_write(
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        publish(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from y9core.errors import ModelFileError, Y9Notice
+from y9core.shorten import quoted
 
 FACTS_FORMAT = "y9-model-facts/1"
 LAYOUTS = ("NCHW",)
@@ -41,11 +42,14 @@ PRECISIONS = ("fp32", "fp16")
 ARTIFACT_FIELDS = ("precision", "end2end", "y9_version")
 MAX_CLASSES = 100_000
 MAX_SIDE = 16_384
+MAX_NAME_CHARS = 200  # characters of one class name
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class FactsWarning(Y9Notice):
-    """An explicit setting differs from the model's facts (e.g. another input size than the trained one)."""
+    """y9's notice about a model: an explicit setting differs from the model's facts (e.g. another input size than
+    the trained one), its class names repeat a name, or its file's digest is missing (not checked). The CLI prints
+    each once as one ``warning:`` line (``y9cli.notices``)."""
 
 
 def _bad(where: str, entry: str, value: Any, expected: str) -> ModelFileError:
@@ -90,9 +94,17 @@ def check_hw(value: Any, where: str, entry: str = "imgsz") -> tuple[int, int]:
 
 
 def check_names(value: Any, where: str, entry: str = "names") -> tuple[str, ...]:
-    ok = isinstance(value, (list, tuple)) and len(value) <= MAX_CLASSES
-    if not ok or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in value):
-        raise _bad(where, entry, value, f"a list of up to {MAX_CLASSES} class names (non-empty strings)")
+    """A list of up to MAX_CLASSES class names of 1 to MAX_NAME_CHARS characters; one sentence naming the first
+    name that is not one."""
+    expected = f"a list of up to {MAX_CLASSES} class names (non-empty strings)"
+    if not isinstance(value, (list, tuple)) or len(value) > MAX_CLASSES or not all(isinstance(n, str) and n for n in value):
+        raise _bad(where, entry, value, expected)
+    for i, n in enumerate(value):
+        if len(n) > MAX_NAME_CHARS:
+            raise ModelFileError(
+                f"{where}: model facts entry '{entry}[{i}]' is a class name of {len(n):,} characters ({quoted(n, 60)});"
+                f" expected at most {MAX_NAME_CHARS} characters per class name."
+            )
     return tuple(value)
 
 

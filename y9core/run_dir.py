@@ -265,9 +265,19 @@ class RunLock:
         OutputError: another process holds the folder; the sentence names it (pid, host, start, command).
     """
 
-    def __init__(self, folder: str | os.PathLike, *, warn: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        *,
+        warn: Callable[[str], None] | None = None,
+        lock_file: str | os.PathLike | None = None,
+        subject: str | None = None,
+    ) -> None:
+        """``lock_file``/``subject``: lock one output file instead of the folder (``y9core.output_file``): the lock
+        file beside it and the words that name it in the refusal."""
         self.folder = Path(folder)
-        self.path = self.folder / LOCK_NAME
+        self.path = Path(lock_file) if lock_file is not None else self.folder / LOCK_NAME
+        self.subject = subject
         self.warn = warn or log.warning
         self.taken_over: str | None = None  # what a dead holder's lock file said, when one was taken over
         self._fd: int | None = None
@@ -279,6 +289,11 @@ class RunLock:
 
     def _refuse(self, holder: str) -> OutputError:
         who = holder.strip() or "a process that left no details"
+        if self.subject is not None:
+            return OutputError(
+                f"{self.subject} is being written by another y9 process ({who}); expected one writer per file: wait "
+                "for it to finish, or choose another name."
+            )
         return OutputError(
             f"{self.folder} is being written by another y9 process ({who}); expected one writer per folder: wait for "
             "it to finish, or write somewhere else."
@@ -319,10 +334,8 @@ class RunLock:
 
     def _took_over(self, previous: str) -> None:
         self.taken_over = previous
-        self.warn(
-            f"took over {self.path}: it was left by a run that ended without releasing it ({previous}); "
-            f"files it wrote in {self.folder} are kept."
-        )
+        kept = f"; files it wrote in {self.folder} are kept" if self.subject is None else ""
+        self.warn(f"took over {self.path}: it was left by a run that ended without releasing it ({previous}){kept}.")
 
     def _write_holder(self, fd: int) -> None:
         data = _holder_text().encode()

@@ -9,6 +9,9 @@ Limits, checked before anything is built from the document:
   expanded): a "billion laughs" alias bomb (nine levels of nine aliases: 400 million values from 1 kB) is refused
   in milliseconds, before anything walks its expansion; a recursive alias is refused too.
 
+A tag outside plain YAML's own (``!!python/object/apply:...``, ``!custom``) is refused on any value, a single scalar
+as well as a list or mapping, before anything is constructed: one sentence naming the file, line, tag and value.
+
 A syntax error says ``file:line:column`` and what the parser expected; a key repeated in a mapping (which PyYAML
 would silently resolve to its last value) is a warning naming both lines. Every refusal raises the error class the
 caller passes (``DataError`` for a data.yaml, ``RulesFileError`` for a rules file ...) with one sentence that names
@@ -31,6 +34,11 @@ MAX_YAML_BYTES = 2 << 20
 MAX_YAML_ALIASES = 1_000
 MAX_YAML_NODES = 200_000
 
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{t}"
+    for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp", "binary", "omap", "pairs", "set",
+              "merge", "value")
+)  # fmt: skip
 # libyaml's parser when present (the same safe constructor either way)
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 log = logging.getLogger("y9")
@@ -73,13 +81,15 @@ def _where(source: str, mark: Any) -> str:
 
 
 def _check_size(root: yaml.Node, source: str, what: str, error: type[Y9Error]) -> None:
-    """Refuse a node graph with too many aliases, too many values once expanded, or a recursive alias (one pass
-    over the graph: an alias reaches a node already measured, whose expanded size is reused)."""
+    """Refuse a node graph with too many aliases, too many values once expanded, a recursive alias (one pass over
+    the graph: an alias reaches a node already measured, whose expanded size is reused) or a tag that is not plain
+    YAML."""
     size: dict[int, int] = {}  # id of a finished node -> values under it, aliases expanded
     open_ids: set[int] = set()  # nodes on the current path
     aliases = 0
     stack = [(root, _children(root), 0)]
     open_ids.add(id(root))
+    _check_tag(root, source, what, error)
     if isinstance(root, yaml.MappingNode):
         _warn_repeated_keys(root, source, what)
     while stack:
@@ -108,9 +118,25 @@ def _check_size(root: yaml.Node, source: str, what: str, error: type[Y9Error]) -
                 )
             continue
         open_ids.add(id(child))
+        _check_tag(child, source, what, error)
         stack.append((child, _children(child), 0))
         if isinstance(child, yaml.MappingNode):
             _warn_repeated_keys(child, source, what)
+
+
+def _check_tag(node: yaml.Node, source: str, what: str, error: type[Y9Error]) -> None:
+    """Refuse a value whose tag is not plain YAML (a ``!!python/...`` tag asks for an object to be built)."""
+    if node.tag in _PLAIN_TAGS:
+        return
+    tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+    if isinstance(node, yaml.ScalarNode):
+        value = f"the value {quoted(node.value, 60)}"
+    else:
+        value = "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
+    raise error(
+        f"{_subject(what, _where(source, node.start_mark))} tags {value} with {shorten(tag, 80)}; "
+        "expected plain YAML values (strings, numbers, lists, mappings): y9 never builds objects from tags."
+    )
 
 
 def _warn_repeated_keys(node: yaml.MappingNode, source: str, what: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from y9core.errors import BackendUnavailableError
+from y9core.model_facts import FactsWarning
+from y9core.shorten import quoted
 
 Names = Sequence[str] | Mapping[int, str]
 
@@ -24,6 +27,7 @@ def checked_names(names: object) -> list[str] | dict[int, str]:
                     f"names has the entry {k!r}: {v!r}; expected a mapping of int class id -> str."
                 )
             out[int(k)] = v
+        _warn_repeated(out)
         return out
     if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
         raise TypeError(
@@ -32,7 +36,72 @@ def checked_names(names: object) -> list[str] | dict[int, str]:
     bad = [v for v in names if not isinstance(v, str)]
     if bad:
         raise TypeError(f"names holds {bad[0]!r}; expected a list of str class names.")
-    return list(names)
+    names = list(names)
+    _warn_repeated(names)
+    return names
+
+
+def _row(values: np.ndarray, i: int) -> str:
+    return "[" + ", ".join(f"{float(v):g}" for v in np.atleast_1d(values[i])) + "]"
+
+
+def check_values(xyxy: np.ndarray, conf: np.ndarray, cls: np.ndarray, names: list[str] | dict[int, str]) -> None:
+    """One ValueError sentence for the first row that is not a detection: a box with NaN/inf or x2 < x1 or y2 < y1,
+    a confidence outside [0, 1], a class id below 0 or (names given) one the names do not cover."""
+    if len(xyxy) == 0:
+        return
+    bad = np.flatnonzero(~np.isfinite(xyxy).all(axis=1))
+    if bad.size:
+        raise ValueError(f"Detections.xyxy row {bad[0]} is {_row(xyxy, bad[0])}; expected finite x1, y1, x2, y2 in "
+                         "frame pixels.")  # fmt: skip
+    bad = np.flatnonzero((xyxy[:, 2] < xyxy[:, 0]) | (xyxy[:, 3] < xyxy[:, 1]))
+    if bad.size:
+        raise ValueError(f"Detections.xyxy row {bad[0]} is {_row(xyxy, bad[0])}, an inverted box; expected x1 <= x2 "
+                         "and y1 <= y2 (corners x1, y1, x2, y2).")  # fmt: skip
+    bad = np.flatnonzero(~((conf >= 0) & (conf <= 1)))  # NaN is caught too
+    if bad.size:
+        raise ValueError(f"Detections.confidence row {bad[0]} is {float(conf[bad[0]]):g}; expected a score in [0, 1].")
+    bad = np.flatnonzero(cls < 0)
+    if bad.size:
+        raise ValueError(f"Detections.class_id row {bad[0]} is {int(cls[bad[0]])}; expected a class id >= 0.")
+    if not names:
+        return
+    if isinstance(names, dict):
+        bad = np.flatnonzero(~np.isin(cls, np.fromiter(names, np.int64, len(names))))
+        known = f"the ids {_ids(sorted(names))} that names covers"
+    else:
+        bad = np.flatnonzero(cls >= len(names))
+        known = f"0..{len(names) - 1} ({len(names)} names)"
+    if bad.size:
+        raise ValueError(f"Detections.class_id row {bad[0]} is {int(cls[bad[0]])}, a class without a name; expected "
+                         f"{known}, or names for every class.")  # fmt: skip
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:8])) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
+
+
+_SEEN_NAMES: set[int] = set()  # sets of names already looked at (each warned about once)
+
+
+def _warn_repeated(names: list[str] | dict[int, str]) -> None:
+    """Warn once per set of names that repeats a name (detections of those classes cannot be told apart by name)."""
+    key = hash(tuple(names.items()) if isinstance(names, dict) else tuple(names))
+    if key in _SEEN_NAMES:
+        return
+    if len(_SEEN_NAMES) > 1024:
+        _SEEN_NAMES.clear()
+    _SEEN_NAMES.add(key)
+    ids: dict[str, list[int]] = {}
+    for i, n in names.items() if isinstance(names, dict) else enumerate(names):
+        ids.setdefault(n, []).append(int(i))
+    repeated = [(n, v) for n, v in ids.items() if len(v) > 1]
+    if not repeated:
+        return
+    shown = "; ".join(f"{quoted(n, 40)} for classes {_ids(v)}" for n, v in repeated[:3])
+    more = f" and {len(repeated) - 3} more names" if len(repeated) > 3 else ""
+    warnings.warn(f"the class names repeat {shown}{more}: detections of those classes cannot be told apart by name; "
+                  "expected distinct class names.", FactsWarning, stacklevel=4)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,8 +114,11 @@ class Detections:
         class_id (ndarray[N] int64): class indices.
         names (list[str] | dict[int, str]): class names by id.
 
-    Arrays are converted on construction (lists are fine); a wrong shape, non-numeric values or lengths that
-    disagree raise one ValueError/TypeError sentence. Rows are in the order given (``postprocess``: by score).
+    Arrays are converted on construction (lists are fine) and checked at this boundary (the constructor and every
+    ``from_*``): a wrong shape, non-numeric values, lengths that disagree, a box with NaN/inf or x2 < x1 or y2 < y1,
+    a confidence outside [0, 1], a class id below 0 or (names given) without a name raise one ValueError/TypeError
+    sentence naming the row; names that repeat a name are warned about once. Rows are in the order given
+    (``postprocess``: by score).
     """
 
     xyxy: np.ndarray
@@ -72,10 +144,16 @@ class Detections:
             raise ValueError(f"Detections.class_id has shape {cls.shape}; expected ({n},) to match xyxy.")
         if np.issubdtype(cls.dtype, np.floating) and not np.all(np.isfinite(cls) & (cls == np.round(cls))):
             raise ValueError("Detections.class_id holds non-integer values; expected integer class ids.")
-        object.__setattr__(self, "xyxy", np.ascontiguousarray(xyxy, dtype=np.float32))
-        object.__setattr__(self, "confidence", np.ascontiguousarray(conf, dtype=np.float32))
-        object.__setattr__(self, "class_id", np.ascontiguousarray(cls, dtype=np.int64))
-        object.__setattr__(self, "names", checked_names(self.names))
+        names = checked_names(self.names)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e300 -> inf: refused below in one sentence
+            xyxy = np.ascontiguousarray(xyxy, dtype=np.float32)
+            conf = np.ascontiguousarray(conf, dtype=np.float32)
+        cls = np.ascontiguousarray(cls, dtype=np.int64)
+        check_values(xyxy, conf, cls, names)
+        object.__setattr__(self, "xyxy", xyxy)
+        object.__setattr__(self, "confidence", conf)
+        object.__setattr__(self, "class_id", cls)
+        object.__setattr__(self, "names", names)
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod

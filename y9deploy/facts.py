@@ -105,6 +105,25 @@ def _onnx(path: Path) -> FactsReport:
     return FactsReport(path, "onnx", facts, tuple(checked), (), details)
 
 
+def _unreadable_metadata(man: Any, where: Path) -> str | None:
+    """Why the ONNX metadata a manifest copies cannot be read as model facts, or None when it can (or holds none of
+    y9's entries)."""
+    import warnings
+
+    from y9core.errors import ModelFileError
+    from y9deploy.facts_metadata import FACT_KEYS, facts_from_props
+
+    if not any(k in man.onnx_metadata for k in FACT_KEYS):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            facts_from_props(man.onnx_metadata, where=str(where), input_hw=tuple(man.imgsz))
+    except ModelFileError as exc:
+        return str(exc).removeprefix(f"{where}: ").rstrip(".")
+    return None
+
+
 def _engine(path: Path) -> FactsReport:
     from y9deploy.engine.manifest import check_manifest, file_sha256, manifest_path, read_manifest
 
@@ -120,11 +139,16 @@ def _engine(path: Path) -> FactsReport:
     # checked against its own flavour, version and GPU: only the integrity checks (size, sha256) remain
     check_manifest(path, flavour=man.flavour, version=man.trt_version, compute_capability=man.compute_capability)
     facts = man.model_facts(manifest_path(path))
+    unreadable = _unreadable_metadata(man, manifest_path(path))
     checked = [
         f"size ({man.engine_bytes:,} bytes) and sha256 of the engine: as its manifest records",
-        "manifest entries: types, ranges, and agreement (profile, batch, input size, one class name per output class)",
+        "manifest entries: types, ranges, and agreement (profile, batch, input size, one class name per output class)"
+        + ("" if unreadable is None else ", except its unreadable 'onnx_metadata'"),
     ]
-    claimed = [
+    claimed = [] if unreadable is None else [
+        f"onnx_metadata: NOT checked, it cannot be read ({unreadable}); a damaged or hand-edited manifest"
+    ]
+    claimed += [
         f"facts, input size {man.imgsz[0]}x{man.imgsz[1]}, batch {':'.join(map(str, man.batch))}, inputs and outputs: "
         f"as the manifest states; only {man.flavour} {man.trt_version} on a {man.compute_capability} GPU can read "
         "them from the engine itself",

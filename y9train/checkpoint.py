@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from y9core.atomic_write import temporary_path
+from y9core.atomic_write import publish, temporary_path
 from y9core.errors import ModelFileError
 from y9core.file_paths import expect_file
 from y9core.version import __version__
@@ -75,7 +75,7 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
             torch.save(obj, f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        publish(tmp, path)  # a target claimed new is never replaced (y9core.output_file)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         cause = exc if isinstance(exc, OSError) else exc.__context__

@@ -12,7 +12,7 @@ the record is written. Parts, in the order they run:
   autotuning and the CUDA-graph capture, shown beside it), ``validate``, ``end`` (checks, checkpoint hand-off,
   results.csv, callbacks);
 - ``end``: what ``fit`` does after the last epoch, each part by name (``y9train.run_end``): waiting for the last
-  checkpoint write, shutting the loader workers down, the preview pictures, results.png, the validation report;
+  shutting the loader workers down, the validation report, the last checkpoint write, the previews, results.png;
 - ``after_fit``: from ``fit``'s return to the start of the interpreter's exit (the caller's own work: ``y9 train``
   prints its summary), recorded by ``record_exit`` where a command line registered it.
 What no record written from inside the process can hold is the interpreter's own teardown after that: a test runs a
@@ -32,7 +32,7 @@ from y9core.atomic_write import atomic_write
 from y9train.startup import SETUP_PHASES, StartupClock, process_age
 
 #: the parts of a run's end, in the order ``y9train.run_end.finish_run`` runs them
-END_PHASES = ("checkpoint_writer", "loaders", "previews", "plots", "val_report", "run_lock")
+END_PHASES = ("loaders", "val_report", "checkpoint_writer", "previews", "plots", "run_lock")
 EPOCH_PHASES = ("train", "validate", "end")
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -50,8 +51,18 @@ EPOCH_FIGURES = ("first_epoch", "second_epoch", "first_validation")
 
 
 def process_age() -> float | None:
-    """Seconds since this process started (the operating system's start time, 10 ms resolution), None when it
-    cannot be known (no ``psutil``)."""
+    """Seconds since this process started (the kernel's record, 10 ms resolution), None when it cannot be known.
+
+    On Linux from ``/proc`` (the start and the uptime both counted from boot); elsewhere from ``psutil``, whose start
+    time adds the boot time rounded to the second (so an age off by up to a second)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime, in clock ticks
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import psutil
     except ImportError:

@@ -57,6 +57,40 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate((p["version"], tuple(p["internal"]), p["gauss_next"]))
 
 
+def _restores(part: str, state: dict[str, Any]) -> None:
+    """Restore ``state[part]`` into a throwaway generator of its kind (raises what that library raises)."""
+    if part == "torch":
+        if not isinstance(state["torch"], torch.Tensor):
+            raise TypeError(f"a {type(state['torch']).__name__}, not a tensor")
+        torch.Generator().set_state(state["torch"])
+    elif part == "cuda":
+        cuda = state.get("cuda") or []
+        if not isinstance(cuda, list) or not all(isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda):
+            raise TypeError("not a list of uint8 tensors")
+    elif part == "numpy":
+        n = state["numpy"]
+        keys = n["keys"].numpy().astype(np.uint32)
+        np.random.RandomState().set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    else:
+        p = state["python"]
+        random.Random().setstate((p["version"], tuple(p["internal"]), p["gauss_next"]))
+
+
+def check_rng_state(path: str | Path, state: dict[str, Any]) -> None:
+    """One sentence when a checkpoint's ``train.rng`` cannot be restored (checked on throwaway generators, before a
+    resume writes or changes anything): a damaged or hand-edited last.pt, e.g. one whose digest entry was removed."""
+    for part in ("torch", "cuda", "numpy", "python"):
+        try:
+            _restores(part, state)
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError, OverflowError) as exc:
+            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            missing = isinstance(exc, KeyError)
+            raise ModelFileError(
+                f"{path}: training state entry train.rng.{part} {'is missing' if missing else 'cannot be restored'} "
+                f"({first}); expected the {part} generator state y9 train saved (a damaged or hand-edited last.pt)."
+            ) from None
+
+
 def find_last_checkpoint(search: str | Path = "runs/train") -> Path:
     """The most recently written ``weights/last.pt`` under ``search`` (a run folder or a project folder)."""
     root = Path(search)
@@ -125,6 +159,7 @@ def read_train_state(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             f"{path}: training state holds {len(state['history'])} epoch records for {state['epoch'] + 1} finished "
             "epochs; expected one dict per finished epoch (a damaged or hand-edited last.pt)."
         )
+    check_rng_state(path, state["rng"])
     return payload, state
 
 

@@ -108,6 +108,8 @@ class TrainerSetup:
             multi_scale=hyp.multi_scale, warmup_iters=cfg.cuda_graph_warmup,
         )  # fmt: skip
         self.train_model = self.graphed or hooks.wrap_model(net)
+        if self.graphed is not None:  # one batch shape: the smaller last batch would run eagerly (and autotune)
+            self.train_loader.batch_sampler.fill_last = True
         self.timer = StepTimer(self.device, enabled=cfg.profile)
 
     def describe_run(self) -> str:

@@ -85,7 +85,8 @@ def test_empty_from_rows_and_json_round_trip():
         "class_id": 7,
         "class_name": "truck",
     }
-    assert Detections.from_rows(rows, ["a"]).class_names == ["2", "7"]  # ids without a name -> str(id)
+    with pytest.raises(ValueError, match=r"class_id row 0 is 2, a class without a name; expected 0\.\.0 \(1 names\)"):
+        Detections.from_rows(rows, ["a"])  # fewer names than classes (issue 46)
     with pytest.raises(ValueError, match="rows has shape"):
         Detections.from_rows(np.zeros((2, 5)), NAMES)
     assert len(Detections([], [], [], NAMES)) == 0

@@ -11,7 +11,7 @@ import pytest
 
 from y9core.errors import ModelFileError
 from y9core.model_facts import FactsWarning
-from y9deploy.model_file.onnx_digest import DIGEST_KEY
+from y9deploy.model_file.onnx_digest import DIGEST_KEY, seal
 
 NAMES = ["a", "b", "c"]
 
@@ -34,7 +34,7 @@ def _with_props(src, dst, **changes):
     for k, v in props.items():
         entry = model.metadata_props.add()
         entry.key, entry.value = k, v
-    onnx.save(model, str(dst))
+    dst.write_bytes(seal(model.SerializeToString()))  # sealed again, as y9 export writes it: its digest is checked
     return dst
 
 

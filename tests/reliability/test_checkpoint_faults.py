@@ -17,7 +17,7 @@ from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
 from y9train.models import build_model
 from y9train.official_pickle import load_official, placeholder_state_dict
-from y9train.train_state import read_train_state
+from y9train.train_state import read_train_state, rng_state
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_missing_or_mistyped_entries_are_one_sentence(good, tmp_path, case):
 def _train_state():
     return {"model": {}, "optimizer": {"state": {}, "param_groups": []}, "scaler": None, "ema_updates": 2,
             "epoch": 1, "iteration": 4, "step": 2, "best_fitness": 0.5, "best_epoch": 0,
-            "history": [{"epoch": 1}, {"epoch": 2}], "config": {}, "rng": {}}  # fmt: skip
+            "history": [{"epoch": 1}, {"epoch": 2}], "config": {}, "rng": rng_state()}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -201,6 +201,11 @@ def _train_state():
         "optimizer None",
         "best_epoch True",
         "no step",
+        "rng torch state cut",
+        "rng torch state floats",
+        "rng numpy keys short",
+        "rng python internal short",
+        "rng without numpy",
     ],
 )
 def test_malformed_training_state_is_one_sentence(model, tmp_path, change):
@@ -214,6 +219,17 @@ def test_malformed_training_state_is_one_sentence(model, tmp_path, change):
         "best_epoch True": {"best_epoch": True},
     }
     state.update(edits.get(change, {}))
+    rng = state["rng"]
+    if change == "rng torch state cut":
+        rng["torch"] = rng["torch"][:100]
+    elif change == "rng torch state floats":
+        rng["torch"] = rng["torch"].float()
+    elif change == "rng numpy keys short":
+        rng["numpy"]["keys"] = rng["numpy"]["keys"][:10]
+    elif change == "rng python internal short":
+        rng["python"]["internal"] = rng["python"]["internal"][:5]
+    elif change == "rng without numpy":
+        rng.pop("numpy")
     if change.startswith("no "):
         state.pop(change[3:])
     path = save_checkpoint(model, tmp_path / "last.pt", train_state=state)

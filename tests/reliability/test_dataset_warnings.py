@@ -118,3 +118,17 @@ def test_a_plain_image_carries_no_orientation(tmp_path):
     path = tmp_path / "p.jpg"
     path.write_bytes(jpeg(20, 30))
     assert load_labels([path], 1, cache=False).oriented == []
+
+
+def test_a_list_naming_one_image_many_times_is_warned_about(tmp_path):
+    data = coco_pair_dataset(tmp_path)
+    image = tmp_path / "images" / "val" / "c.jpg"
+    (tmp_path / "val.txt").write_text(f"{image}\n" * 10_000)
+    raw = yaml.safe_load(data.read_text())
+    raw["val"] = "val.txt"
+    data.write_text(yaml.safe_dump(raw))
+    (warning,) = check_dataset(data, label_cache=False).warnings
+    assert warning == (
+        f"data.yaml {data}: the val split names 10,000 images but only 1 distinct one (1 named more than once: "
+        f"{image} (10,000 times)); each repeat is used again. Expected each image once."
+    )

@@ -192,3 +192,14 @@ def test_a_last_pt_whose_optimizer_state_does_not_fit_is_refused_before_the_resu
     text = str(err.value)
     assert str(run.last) in text and f"'{name}' of parameter {index} has shape" in text and "\n" not in text
     assert resumed.start_epoch == 0  # nothing was restored, nothing trained
+
+
+@pytest.mark.parametrize("metadata", [{"names": "{{{"}, {"imgsz": "[64, 96"}, {"names": json.dumps(["a"] * 2), "stride": "x"}])
+def test_info_does_not_call_an_unreadable_onnx_metadata_checked(engine, capsys, metadata):
+    _edit(engine, onnx_metadata=metadata)
+    code, out, _ = _cli(["info", engine, "--json"], capsys)
+    report = json.loads(out)
+    assert code == 0
+    entries = next(c for c in report["checked"] if c.startswith("manifest entries"))
+    assert entries.endswith("except its unreadable 'onnx_metadata'"), entries
+    assert any(c.startswith("onnx_metadata: NOT checked, it cannot be read (metadata entry") for c in report["claimed"])

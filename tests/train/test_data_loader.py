@@ -128,3 +128,24 @@ def test_no_more_workers_than_batches(tmp_path):
     ds = YoloDataset.from_yaml(coco_pair_dataset(tmp_path), "val", augment=False, imgsz=160, label_cache=False)
     assert build_dataloader(ds, 64, workers=8).num_workers == 1  # one batch: one worker process, not eight
     assert build_dataloader(ds, 64, workers=0).num_workers == 0
+
+
+def test_a_filled_last_batch_has_the_full_shape_and_fresh_draws(tmp_path):
+    ds = YoloDataset.from_yaml(coco_pair_dataset(tmp_path), "train", imgsz=160, label_cache=False)  # 3 images
+    plain = YoloBatchSampler(ds, 2)
+    filled = YoloBatchSampler(ds, 2, fill_last=True)
+    ds.set_epoch(4)
+    a, b = list(plain), list(filled)
+    assert [len(k) for k in a] == [2, 1] and [len(k) for k in b] == [2, 2]  # same batches, the last completed
+    assert a[0] == b[0] and b[1][0] == a[1][0]
+    extra = b[1][1]
+    assert extra.index == b[0][0].index and extra.draw == 1  # the epoch's first image again, as a second draw
+    first = ds[b[0][0]]["img"]
+    again = ds[extra]["img"]
+    assert first.shape == again.shape and not np.array_equal(first, again)  # augmented afresh, not a copy
+    assert np.array_equal(ds[b[0][0]]["img"], first)  # while each draw stays reproducible
+    tiny = list(YoloBatchSampler(ds, 8, fill_last=True))  # fewer images than a batch: draws 1, 2 of them
+    assert len(tiny) == 1 and len(tiny[0]) == 8
+    assert sorted(k.draw for k in tiny[0]) == [0, 0, 0, 1, 1, 1, 2, 2]
+    with pytest.raises(ValueError, match="expected fill_last=False for rect=True"):
+        YoloBatchSampler(ds, 2, shuffle=False, rect=True, fill_last=True)

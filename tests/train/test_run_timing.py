@@ -31,8 +31,9 @@ def check_timing_record(run: Path, wall: float, *, epochs: int) -> dict:
     # a chain of laps: at the last write (the interpreter's exit begun), the parts are the process's whole age
     assert abs(rec["totals"]["unaccounted"]) < 0.05
     assert rec["exit_started"] == pytest.approx(rec["totals"]["process_age"], abs=0.05)
-    # what no record from inside can hold, the interpreter's teardown, is short: the parts are the wall within 1 s
-    assert 0 <= wall - rec["totals"]["accounted"] < 1.0, (wall, rec["totals"])
+    # what no record from inside can hold is the interpreter's teardown after it: 0.3-3.1 s on the 2-core box by
+    # load (torch's objects); a loader left to the exit added about 5 s a worker on a GPU machine
+    assert 0 <= wall - rec["totals"]["accounted"] < 5.0, (wall, rec["totals"])
     assert rec["epoch_totals"]["train"] == pytest.approx(sum(r["train"] for r in rec["epochs"]), abs=0.01)
     return rec
 

@@ -6,6 +6,8 @@
 - a validation split that is the training split, or shares images with it: its scores then measure memory;
 - orphan label files: a ``.txt`` in a labels folder of the dataset that no image of any split uses (its boxes are
   trained on by nobody; ``classes.txt``, written by labelling tools, is not counted);
+- a split that names the same image more than once (a list file repeating a line): each repeat is trained on or
+  scored again, and the image count overstates the data;
 - images whose EXIF orientation turns or flips them. y9 reads every image as viewers show it (OpenCV applies the
   tag, in training, validation, predict and inspect alike), so labels must be drawn on the turned picture; labels
   made on the stored pixels (some tools ignore the tag) are wrong for these images.
@@ -82,6 +84,23 @@ def shared_images(cfg: DataConfig, sets: Mapping[str, LabelSet]) -> list[str]:
     return out
 
 
+def repeated_images(cfg: DataConfig, sets: Mapping[str, LabelSet]) -> list[str]:
+    """A split that names one image more than once (its count of images is not its count of distinct images)."""
+    from collections import Counter
+
+    out = []
+    for split, ls in sets.items():
+        counts = Counter(ls.files)
+        if len(counts) == len(ls.files):
+            continue
+        repeated = sorted(((n, p) for p, n in counts.items() if n > 1), key=lambda t: (-t[0], str(t[1])))
+        shown = _some([f"{p} ({n:,} times)" for n, p in repeated], 2)
+        out.append(f"data.yaml {cfg.yaml_path}: the {split} split names {len(ls.files):,} images but only "
+                   f"{len(counts):,} distinct {'one' if len(counts) == 1 else 'ones'} ({len(repeated):,} named more than once: {shown}); each repeat is "
+                   "used again. Expected each image once.")  # fmt: skip
+    return out
+
+
 def orphan_labels(sets: Mapping[str, LabelSet]) -> list[str]:
     """Label files in the dataset's labels folders that no image uses."""
     used = {label_path_for(p) for ls in sets.values() for p in [*ls.files, *(q for q, _ in ls.skipped)]}
@@ -112,4 +131,5 @@ def exif_turned(sets: Mapping[str, LabelSet]) -> list[str]:
 
 def dataset_warnings(cfg: DataConfig, sets: Mapping[str, LabelSet]) -> list[str]:
     """Every warning of the module docstring for a data.yaml and the label sets of its splits (by split name)."""
-    return [*similar_names(cfg), *shared_images(cfg, sets), *orphan_labels(sets), *exif_turned(sets)]
+    return [*similar_names(cfg), *shared_images(cfg, sets), *repeated_images(cfg, sets), *orphan_labels(sets),
+            *exif_turned(sets)]  # fmt: skip

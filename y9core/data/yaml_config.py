@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from y9core.errors import DataError
+from y9core.model_facts import MAX_NAME_CHARS
 from y9core.shorten import quoted, shorten
 from y9core.yaml_load import load_yaml_file
 
@@ -87,6 +88,12 @@ def _parse_names(raw: dict, yaml_path: Path) -> list[str]:
                 "for every class."
             )
     names = [str(n) for n in names]
+    for i, n in enumerate(names):
+        if len(n) > MAX_NAME_CHARS:
+            raise DataError(
+                f"data.yaml {yaml_path} names class {i} with {len(n):,} characters ({quoted(n, 60)}); expected a class "
+                f"name of at most {MAX_NAME_CHARS} characters."
+            )
     first: dict[str, int] = {}
     for i, n in enumerate(names):
         if n in first:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from y9core.atomic_write import publish
 from y9core.errors import BackendUnavailableError, EngineMismatchError, Y9Error
 from y9core.wording import change, plural
 
@@ -221,8 +222,8 @@ def build_engine_verified(
         if check.candidate_kind == "engine":
             check = replace(check, candidate=final)
         manifest = manifest_path(final)
-        os.replace(built.engine_path, final)
-        os.replace(built.manifest_path, manifest)
+        publish(built.engine_path, final)  # a target claimed new is never replaced (y9core.output_file)
+        publish(built.manifest_path, manifest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     twin = built.trtexec.replace(str(built.engine_path), str(final))

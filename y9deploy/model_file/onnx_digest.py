@@ -134,6 +134,31 @@ def seal(model_bytes: bytes) -> bytes:
     return body + _entry_bytes(DIGEST_KEY, "sha256:" + hashlib.sha256(body).hexdigest())
 
 
+_NOTED: set[str] = set()  # files already said to be unchecked
+
+
+def note_unchecked(path: str | os.PathLike) -> None:
+    """Warn once per file (``FactsWarning``) that a y9 ONNX file whose digest entry is missing runs unchecked."""
+    path = Path(path)
+    key = os.path.abspath(path)
+    if key in _NOTED:
+        return
+    _NOTED.add(key)
+    props = metadata_props(path)
+    if "y9_version" not in props:
+        return  # another tool's file: it never had a digest
+    import warnings
+
+    from y9core.model_facts import FactsWarning
+
+    warnings.warn(
+        f"{path} was written by y9 but has no '{DIGEST_KEY}' metadata entry, so its bytes are not checked (a changed "
+        "weight would run unnoticed); expected the digest `y9 export` seals in: re-export it to have it checked.",
+        FactsWarning,
+        stacklevel=4,
+    )
+
+
 def verify(path: str | os.PathLike) -> bool:
     """Check the digest of the ONNX file ``path``; True when checked, False when the file has none.
 

@@ -22,6 +22,7 @@ from y9deploy.model_file.io_checks import (
     check_raw_output,
     probe_batch,
 )
+from y9deploy.model_file.onnx_digest import note_unchecked
 from y9deploy.model_file.onnx_digest import verify as verify_digest
 from y9deploy.runtime.backend import (
     END2END_OUTPUTS,
@@ -114,6 +115,8 @@ class OnnxRuntimeBackend:
         else:
             providers = ["CPUExecutionProvider"]
         self.digest_checked = verify_digest(self.path)  # y9 exports: any changed byte is refused here
+        if not self.digest_checked:
+            note_unchecked(self.path)  # a y9 file without its digest entry: said once
         try:
             self.session = ort.InferenceSession(str(self.path), options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own exception types for a bad file

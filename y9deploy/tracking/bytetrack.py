@@ -3,19 +3,31 @@
 Build one with ``tracking.make_tracker`` (the one rule that chooses); the algorithm, per frame:
 1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
-2. confirmed tracks (tracked or lost) are matched to the high-score detections (``score >= high_conf``) by the
-   cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are not matched); in the choice (not
-   in what may match) a lost track's cost counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked
-   one at about the same overlap, and a detection of another class than the track began with ``CLASS_BIAS`` more;
+2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections
+   (``score >= high_conf``) by the cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are
+   not matched); in the choice (not in what may match) a lost track's cost counts ``LOST_RATE`` more per frame
+   lost, so that it yields to a tracked one at about the same overlap, and a detection of another class than the
+   track began with ``CLASS_BIAS`` more;
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
-4. the high-score detections left that overlap one the confirmed tracks took by IoU > ``SHADOW_IOU`` with a lower
-   score (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, are the detector's duplicates of it:
-   they take no further part; unconfirmed tracks (one frame old) are matched to the high-score detections left
-   (cost at most 0.7) and confirmed, or dropped;
+4. a high-score detection that overlaps one a confirmed track took by IoU > ``SHADOW_IOU`` with a lower score
+   (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, is a duplicate of it: left over, it starts
+   (or, taken by one in step 2, continues) a shadow track, which has no id and counts nothing. In step 2 a shadow
+   track matches at most at an unconfirmed track's cost (0.7); one whose detection is seen on its own (a duplicate
+   of no other high-score detection) on ``SHADOW_ALONE`` frames in a row is confirmed; one not matched is lost
+   and ends as a lost track does. Unconfirmed tracks (one frame old) are matched to the high-score detections
+   left that are not duplicates (cost at most 0.7) and confirmed, or dropped;
 5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the
-   first frame only (where the duplicates of other detections start none); lost tracks not seen for longer than
-   ``lost_seconds`` end; of a tracked and a lost track whose boxes overlap by IoU > 0.95 the younger one ends.
+   first frame only (where the duplicates of other detections start shadow tracks); lost tracks not seen for
+   longer than ``lost_seconds`` end; of a tracked and a lost track whose boxes overlap by IoU > 0.95 the younger
+   one ends.
+Why shadow tracks (issue 45): a detector's duplicate and a second object beside the first (people walking side
+by side at IoU 0.3-0.45, one scoring lower) look the same on one frame. The duplicate exists only with the box it
+copies; the second object is also seen without it (the first one missed, hidden or moved away). Following the
+lower box without an id keeps it from counting while it is only a copy, and makes it a track once it is seen on its
+own; taking part in step 2 keeps a lost track of the first object from taking its detection over. Two objects
+that stay together and are never seen apart remain one track: on boxes and scores alone nothing tells them from
+a persistent duplicate (issue 45's zebra).
 The tracks are rows of arrays; nothing loops over them in Python.
 """
 
@@ -34,15 +46,18 @@ SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
 # counts LOST_RATE more per frame it has been lost (what may match is unchanged), as its predicted box grows less sure;
 # a track lost behind another object, predicted along with it, no longer takes that object's detection (issue 45).
 LOST_RATE = 0.01
-# A high-score detection left over after the confirmed tracks took theirs is a duplicate of one they took when it
-# overlaps it by IoU > SHADOW_IOU and scores below SHADOW_RATIO times its score, or, whatever its score, by IoU >
-# SAME_BOX_IOU (the same box: e.g. the object under a second class, which class-aware NMS keeps): it starts no track
-# and confirms none (issue 45: a 0.57 duplicate at IoU 0.44 of a real box became a second track and a second line
-# crossing).
+# A high-score detection is a duplicate of one a confirmed track took when it overlaps it by IoU > SHADOW_IOU and
+# scores below SHADOW_RATIO times its score, or, whatever its score, by IoU > SAME_BOX_IOU (the same box: e.g. the
+# object under a second class, which class-aware NMS keeps): it starts no track and confirms none, only a shadow
+# track (no id), confirmed on a frame where its detection is no one's duplicate (issue 45: a 0.57 duplicate at IoU
+# 0.44 of a real box became a second track and a second line crossing; two people side by side at IoU 0.35 were one).
 SHADOW_IOU, SHADOW_RATIO, SAME_BOX_IOU = 0.3, 0.85, 0.7
 # A track prefers a detection of the class it began with: in the first round's choice a detection of another class
 # counts this much more (what may match is unchanged: a class that flickers keeps its track).
 CLASS_BIAS = 0.25
+# A shadow track becomes a track when its detection is seen on its own (no box it would be a duplicate of) on this
+# many frames in a row: as a new track is confirmed on its second frame, one frame may be chance.
+SHADOW_ALONE = 2
 
 
 def _linear_sum_assignment():
@@ -83,8 +98,10 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class ByteTracker:
-    """ByteTrack (``form="xyah"``) or BoT-SORT's variant (``form="xywh"``, ``camera_motion=True``); the
-    ``tracking.Tracker`` protocol. ``fps``: the source's nominal frame rate (the unit of the Kalman time step)."""
+    """ByteTrack's association (module docstring) over the Kalman box state ``form``: ``"xyah"`` (the ByteTrack
+    paper's) or ``"xywh"`` (BoT-SORT's; ``make_tracker`` uses it for both kinds), with BoT-SORT's camera-motion
+    compensation when ``camera_motion``; the ``tracking.Tracker`` protocol. ``fps``: the source's nominal frame
+    rate (the unit of the Kalman time step)."""
 
     def __init__(self, options: TrackerOptions, *, fps: float, form: str = "xyah", camera_motion: bool = False):
         _linear_sum_assignment()  # a missing scipy fails here, before any frame
@@ -102,6 +119,8 @@ class ByteTracker:
         self.mean, self.cov = np.zeros((0, 8)), np.zeros((0, 8, 8))
         self.lost = np.zeros(0, bool)
         self.ids = np.zeros(0, np.int64)  # -1 while unconfirmed
+        self.shadow = np.zeros(0, bool)  # a shadow track: unconfirmed, it follows a duplicate (step 4)
+        self.alone = np.zeros(0, np.int64)  # frames in a row a shadow track's detection was seen on its own
         self.seen = np.zeros(0)  # clock (frames) of the last match
         self.start = np.zeros(0)  # clock when the track began
         self.cls = np.zeros(0, np.int64)  # class of the detection that started the track
@@ -131,6 +150,7 @@ class ByteTracker:
 
     def _keep(self, mask: np.ndarray) -> None:
         self.mean, self.cov, self.lost = self.mean[mask], self.cov[mask], self.lost[mask]
+        self.shadow, self.alone = self.shadow[mask], self.alone[mask]
         self.ids, self.seen, self.start, self.cls = self.ids[mask], self.seen[mask], self.start[mask], self.cls[mask]
 
     def update(self, dets: Detections, t: float | None = None, frame: np.ndarray | None = None) -> np.ndarray:
@@ -159,13 +179,26 @@ class ByteTracker:
 
         high = np.flatnonzero(valid & (score >= o.high_conf))
         low = np.flatnonzero(valid & (score > o.low_conf) & (score < o.high_conf))
-        pool, fresh = np.flatnonzero(self.ids >= 0), np.flatnonzero(self.ids < 0)
+        pool = np.flatnonzero((self.ids >= 0) | self.shadow)  # confirmed and shadow tracks
+        fresh = np.flatnonzero((self.ids < 0) & ~self.shadow)
         bias = (LOST_RATE * (self.clock - self.seen[pool]) * self.lost[pool])[:, None]
         bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high])
-        m1, free_pool, free_high = assign(1 - _iou(boxes[pool], xyxy[high]) * score[high], o.match_cost, bias)
-        tracked_left = pool[free_pool][~self.lost[pool[free_pool]]]
+        cost = 1 - _iou(boxes[pool], xyxy[high]) * score[high]
+        sh = self.shadow[pool]
+        cost[sh] = np.where(cost[sh] > UNCONFIRMED_COST, 2.0, cost[sh])  # an unconfirmed track's limit
+        m1, free_pool, free_high = assign(cost, o.match_cost, bias)
+        left_pool = pool[free_pool]
+        tracked_left = left_pool[(self.ids[left_pool] >= 0) & ~self.lost[left_pool]]
         m2, free_tracked, _ = assign(1 - _iou(boxes[tracked_left], xyxy[low]), SECOND_ROUND_COST)
-        rest = self._not_shadows(high[free_high], np.concatenate([high[m1[:, 1]], low[m2[:, 1]]]), xyxy, score)
+        by_shadow = self.shadow[pool[m1[:, 0]]]
+        taken = np.concatenate([high[m1[~by_shadow, 1]], low[m2[:, 1]]])  # by the confirmed tracks
+        s_rows, s_cols = pool[m1[by_shadow, 0]], high[m1[by_shadow, 1]]
+        seen_alone = self._not_shadows(s_cols, np.concatenate([high, low[m2[:, 1]]]), xyxy, score)
+        self.alone[s_rows] = np.where(seen_alone, self.alone[s_rows] + 1, 0)
+        clear = self.alone[s_rows] >= SHADOW_ALONE  # shadow tracks that become tracks
+        left = high[free_high]
+        alone = self._not_shadows(left, np.concatenate([taken, s_cols[clear]]), xyxy, score)
+        rest, shadows = left[alone], left[~alone]
         m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * score[rest], UNCONFIRMED_COST)
 
         rows = np.concatenate([pool[m1[:, 0]], tracked_left[m2[:, 0]], fresh[m3[:, 0]]])
@@ -173,36 +206,41 @@ class ByteTracker:
         self.mean[rows], self.cov[rows] = self.kalman.update(self.mean[rows], self.cov[rows],
                                                              self.kalman.measure(xyxy[cols]))  # fmt: skip
         self.lost[rows], self.seen[rows] = False, self.clock
-        confirmed = fresh[m3[:, 0]]
+        confirmed = np.concatenate([s_rows[clear], fresh[m3[:, 0]]])
+        self.shadow[confirmed] = False
         self.ids[confirmed] = np.arange(self.next_id, self.next_id + len(confirmed))
         self.next_id += len(confirmed)
         out[cols] = self.ids[rows]
         self.lost[tracked_left[free_tracked]] = True
 
         keep = np.ones(len(self.ids), bool)
-        keep[fresh[free_fresh]] = False  # unconfirmed tracks not matched again
+        keep[fresh[free_fresh]] = False  # unconfirmed tracks not matched again end
+        s_free = left_pool[self.shadow[left_pool]]  # shadow tracks not matched are lost, as confirmed ones are
+        self.lost[s_free], self.alone[s_free] = True, 0
         keep &= ~(self.lost & (self.clock - self.seen > o.lost_seconds * self.fps))
         self._keep(keep)
         cand = rest[free_rest]
         if first:  # no confirmed track yet: the duplicates are those of the other detections
-            cand = self._not_shadows(cand, cand, xyxy, score)
+            alone = self._not_shadows(cand, cand, xyxy, score)
+            cand, shadows = cand[alone], np.concatenate([shadows, cand[~alone]])
+        self._start_tracks(xyxy, score, cls, shadows, False, out, shadow=True)
         self._start_tracks(xyxy, score, cls, cand, first, out)
         self._drop_duplicates()
         return out
 
     @staticmethod
     def _not_shadows(rest: np.ndarray, taken: np.ndarray, xyxy: np.ndarray, score: np.ndarray) -> np.ndarray:
-        """The detections ``rest`` that are not duplicates (``SHADOW_IOU``, ``SHADOW_RATIO``) of those ``taken``
-        (by the confirmed tracks on this frame)."""
+        """Which of the detections ``rest`` (ndarray[R] bool) are not duplicates (``SHADOW_IOU``, ``SHADOW_RATIO``,
+        ``SAME_BOX_IOU``) of those ``taken`` (by the confirmed tracks on this frame)."""
         if not len(rest) or not len(taken):
-            return rest
+            return np.ones(len(rest), bool)
         iou = np.where(rest[:, None] == taken[None, :], 0.0, _iou(xyxy[rest], xyxy[taken]))  # not itself
         weaker = score[rest, None] < SHADOW_RATIO * score[None, taken]
         shadow = ((iou > SHADOW_IOU) & weaker) | (iou > SAME_BOX_IOU)
-        return rest[~shadow.any(1)]
+        return ~shadow.any(1)
 
     def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cls: np.ndarray, cand: np.ndarray, first: bool,
-                      out: np.ndarray) -> None:  # fmt: skip
+                      out: np.ndarray, shadow: bool = False) -> None:  # fmt: skip
         new = cand[score[cand] >= self.options.new_track_conf]
         if not len(new):
             return
@@ -213,6 +251,8 @@ class ByteTracker:
             out[new] = ids
         self.mean, self.cov = np.concatenate([self.mean, mean]), np.concatenate([self.cov, cov])
         self.lost = np.concatenate([self.lost, np.zeros(len(new), bool)])
+        self.shadow = np.concatenate([self.shadow, np.full(len(new), shadow)])
+        self.alone = np.concatenate([self.alone, np.zeros(len(new), np.int64)])
         self.ids = np.concatenate([self.ids, ids.astype(np.int64)])
         self.seen = np.concatenate([self.seen, np.full(len(new), self.clock)])
         self.start = np.concatenate([self.start, np.full(len(new), self.clock)])

@@ -32,20 +32,25 @@ from typing import Any
 
 import numpy as np
 
+from y9core.shorten import quoted, shorten
 from y9core.wording import plural
 from y9deploy.detections import Detections
-from y9deploy.tracking.regions import Region
+from y9deploy.tracking.regions import Region, check_coords, outside_frame
 
 
 def _floats(text: str, what: str) -> list[float]:
     try:
         vals = [float(v) for v in str(text).replace(" ", "").split(",") if v != ""]
     except ValueError:
-        raise ValueError(f"{what} {text!r} is not a list of numbers; expected comma-separated pixel "
+        raise ValueError(f"{what} {quoted(text, 60)} is not a list of numbers; expected comma-separated pixel "
                          "coordinates such as 0,120,320,120.") from None  # fmt: skip
-    if not all(np.isfinite(vals)):
-        raise ValueError(f"{what} {text!r} holds a non-finite number; expected pixel coordinates.")
+    check_coords(vals, f"{what} {quoted(text, 60)}")
     return vals
+
+
+def _label(text: str) -> str:
+    """The name of a line or zone given without one: its text, cut to a readable length."""
+    return shorten(text, 60)
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,9 @@ class CountLine:
     end: tuple[float, float]
 
     def __post_init__(self) -> None:
+        check_coords([*self.start, *self.end], f"line {quoted(self.name, 60)}")
         if tuple(self.start) == tuple(self.end):
-            raise ValueError(f"line {self.name!r} starts and ends at {tuple(self.start)}; expected two different "
+            raise ValueError(f"line {quoted(self.name, 60)} starts and ends at {tuple(self.start)}; expected two different "
                              "points x1,y1,x2,y2.")  # fmt: skip
 
     @classmethod
@@ -66,8 +72,8 @@ class CountLine:
         """``"x1,y1,x2,y2"`` -> CountLine (name: the text itself unless given)."""
         vals = _floats(text, "count line")
         if len(vals) != 4:
-            raise ValueError(f"count line {text!r} has {len(vals)} numbers; expected 4: x1,y1,x2,y2.")
-        return cls(name or text, (vals[0], vals[1]), (vals[2], vals[3]))
+            raise ValueError(f"count line {quoted(text, 60)} has {len(vals)} numbers; expected 4: x1,y1,x2,y2.")
+        return cls(name or _label(text), (vals[0], vals[1]), (vals[2], vals[3]))
 
     def sides(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Points ndarray[N, 2] -> (cross products ndarray[N], within the segment's extent ndarray[N] bool)."""
@@ -86,7 +92,7 @@ class Zone:
     polygon: np.ndarray
 
     def __post_init__(self) -> None:
-        region = Region(self.name, polygon=np.asarray(self.polygon, np.float64))  # validates (3+ points, area)
+        region = Region(self.name, polygon=np.asarray(self.polygon, np.float64), kind="zone")  # points, bounds, area
         object.__setattr__(self, "polygon", region.polygon)
         object.__setattr__(self, "region", region)
 
@@ -95,15 +101,17 @@ class Zone:
         """``"x1,y1,x2,y2,x3,y3,..."`` (3 or more points) -> Zone (name: the text itself unless given)."""
         vals = _floats(text, "zone")
         if len(vals) < 6 or len(vals) % 2:
-            raise ValueError(f"zone {text!r} has {len(vals)} numbers; expected an even count of at least 6: "
+            raise ValueError(f"zone {quoted(text, 60)} has {len(vals):,} numbers; expected an even count of at least 6: "
                              "x1,y1,x2,y2,x3,y3,... (3 or more points).")  # fmt: skip
-        try:
-            return cls(name or text, np.asarray(vals, np.float64).reshape(-1, 2))
-        except ValueError:
-            raise ValueError(f"zone {text!r} has zero area; expected the corners of a proper polygon.") from None
+        return cls(name or _label(text), np.asarray(vals, np.float64).reshape(-1, 2))  # Region's sentence if bad
 
     def contains(self, xy: np.ndarray) -> np.ndarray:
         return self.region.contains_points(xy)  # type: ignore[attr-defined]
+
+
+def _line_bounds(line: CountLine) -> tuple[float, float, float, float]:
+    (x1, y1), (x2, y2) = line.start, line.end
+    return min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)
 
 
 def anchors(dets: Detections) -> np.ndarray:
@@ -224,6 +232,17 @@ class Counting:
 
     def __bool__(self) -> bool:
         return bool(self._lines or self._zones)
+
+    def outside(self, h: int, w: int) -> list[str]:
+        """One sentence per line or zone lying wholly outside an ``h`` x ``w`` frame (it can never count)."""
+        out = []
+        for kind, name, bounds in [*(("line", s.line.name, _line_bounds(s.line)) for s in self._lines),
+                                   *(("zone", z.zone.name, z.zone.region.bounds) for z in self._zones)]:  # type: ignore[attr-defined]
+            if outside_frame(bounds, h, w):
+                out.append(f"{kind} {quoted(name, 60)} lies wholly outside the {w}x{h} frame (its bounds "
+                           f"{[round(v, 1) for v in bounds]}): it will count nothing; expected frame pixels, "
+                           f"x in [0, {w}] and y in [0, {h}].")  # fmt: skip
+        return out
 
     def update(self, dets: Detections, ids: np.ndarray, t: float | None = None) -> FrameCounts:
         """One frame's detections and track ids (``tracking``) at time ``t`` (seconds; None: the frame number)."""

@@ -9,11 +9,32 @@ Two membership tests, both vectorised over boxes ``xyxy`` (ndarray[N, 4]):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from y9core.shorten import quoted
+
 MAX_POLYGON_POINTS = 1_000  # vertices of one region (each box is clipped against every edge: work grows with it)
+MAX_COORD = 1_000_000  # |x| and |y| of any region, zone or count-line point, in frame pixels (frames: <= 16,384)
+
+
+def check_coords(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:
+    """``values`` as float64; one ValueError sentence naming ``what`` when a coordinate is not finite or lies
+    beyond +-MAX_COORD pixels (checked before any area or cross product is computed from them)."""
+    v = np.asarray(values, dtype=np.float64)
+    flat = v.reshape(-1)
+    bad = np.flatnonzero(~(np.abs(flat) <= MAX_COORD))  # NaN and inf too
+    if bad.size:
+        raise ValueError(f"{what} has the coordinate {flat[bad[0]]:g} (number {bad[0] + 1}); expected finite frame "
+                         f"pixels within +-{MAX_COORD:,}.")  # fmt: skip
+    return v
+
+
+def outside_frame(bounds: tuple[float, float, float, float], h: int, w: int) -> bool:
+    """Whether the rectangle ``bounds`` (x1, y1, x2, y2) lies wholly outside an ``h`` x ``w`` frame."""
+    x1, y1, x2, y2 = bounds
+    return x2 < 0 or y2 < 0 or x1 > w or y1 > h
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,27 +45,30 @@ class Region:
     name: str
     rect: tuple[float, float, float, float] | None = None
     polygon: np.ndarray | None = None
+    kind: str = field(default="region", repr=False)  # how messages call it ("zone" for a counting zone)
 
     def __post_init__(self) -> None:
+        who = f"{self.kind} {quoted(self.name, 60)}"
         if (self.rect is None) == (self.polygon is None):
-            raise ValueError(f"region {self.name!r}: give exactly one of rect or polygon.")
+            raise ValueError(f"{who}: give exactly one of rect or polygon.")
         if self.rect is not None:
-            x1, y1, x2, y2 = (float(v) for v in self.rect)
+            x1, y1, x2, y2 = check_coords(self.rect, f"{who}: rect").tolist()
             if not (x2 > x1 and y2 > y1):
                 raise ValueError(
-                    f"region {self.name!r}: rect {tuple(self.rect)} is empty; expected (x1, y1, x2, y2) with "
-                    "x2 > x1 and y2 > y1."
+                    f"{who}: rect {tuple(self.rect)} is empty; expected (x1, y1, x2, y2) with x2 > x1 and y2 > y1."
                 )
             object.__setattr__(self, "rect", (x1, y1, x2, y2))
         else:
             poly = np.asarray(self.polygon, dtype=np.float64)
             if poly.ndim != 2 or poly.shape[1] != 2 or not 3 <= poly.shape[0] <= MAX_POLYGON_POINTS:
+                got = f"{poly.shape[0]:,} points" if poly.ndim == 2 and poly.shape[1] == 2 else f"shape {poly.shape}"
                 raise ValueError(
-                    f"region {self.name!r}: polygon has shape {poly.shape}; expected 3 to {MAX_POLYGON_POINTS:,} "
-                    "[x, y] points (simplify a longer outline, e.g. with cv2.approxPolyDP)."
+                    f"{who}: polygon has {got}; expected 3 to {MAX_POLYGON_POINTS:,} [x, y] points (simplify a "
+                    "longer outline, e.g. with cv2.approxPolyDP)."
                 )
+            check_coords(poly, f"{who}: polygon")
             if abs(polygon_area(poly)) == 0:
-                raise ValueError(f"region {self.name!r}: polygon has zero area; expected a proper polygon.")
+                raise ValueError(f"{who}: polygon has zero area; expected a proper polygon.")
             object.__setattr__(self, "polygon", poly)
 
     @property

@@ -20,6 +20,7 @@ they had not finished crossing is not counted twice: a new track has no side unt
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from y9core.model_facts import FactsWarning
 from y9deploy.detections import Detections
 from y9deploy.tracking.counting import Counting, CountLine, CountSummary, Zone, anchors
 from y9deploy.tracking.options import TrackerKind, TrackerOptions
@@ -82,6 +84,9 @@ class SourceTracking:
 
     def step(self, dets: Detections, t: float | None = None, frame: np.ndarray | None = None) -> TrackedDetections:
         """Track one frame's detections and count them."""
+        if self.frames == 0 and frame is not None and self.counting:
+            for text in self.counting.outside(*frame.shape[:2]):
+                warnings.warn(text, FactsWarning, stacklevel=2)  # once, on the first frame
         ids = self.tracker.update(dets, t, frame)
         counts = self.counting.update(dets, ids, t) if self.counting else None
         self.frames += 1

@@ -17,10 +17,13 @@ filter per track in Python, over this project's 1 ms budget a frame at 100 detec
 docs/benchmarks.md, ``benchmarks/bench_tracking.py``); the tests check this one against supervision's on the
 same detections:
 - ``bytetrack``: ByteTrack (Zhang et al., 2022): Kalman-predicted boxes matched to high-score detections by IoU
-  fused with the score, then to low-score ones, then unconfirmed tracks; lost tracks kept ``lost_seconds``;
-- ``botsort``: the same association with BoT-SORT's box state (width and height with their own velocities)
-  and its camera-motion compensation (sparse optical flow between frames; pass ``frame=``), for moving cameras
-  (drones). Re-identification features are not used.
+  fused with the score, then to low-score ones, then unconfirmed tracks; lost tracks kept ``lost_seconds``. Its
+  box state is BoT-SORT's (width and height with their own velocities), not the paper's (aspect ratio and
+  height): on the MOT benchmark (docs/benchmarks.md) it makes fewer ID switches (issue 45);
+- ``botsort``: the same, with BoT-SORT's camera-motion compensation (sparse optical flow between frames; pass
+  ``frame=``), for moving cameras (drones). Re-identification features are not used.
+Both follow a detector's duplicate boxes with shadow tracks that have no id until the box is seen on its own
+(``bytetrack``'s module docstring).
 
 Time: ``t`` is the frame's time in seconds (video time ``index / fps`` for files, capture time for live
 sources). The tracker predicts over the time that really passed, in frames of ``fps``: with the ``latest``
@@ -72,9 +75,7 @@ def make_tracker(
     if not (fps > 0 and np.isfinite(fps)):
         raise ValueError(f"fps={fps}; expected a positive frame rate.")
     options = options or TrackerOptions()
-    if kind is TrackerKind.botsort:
-        return ByteTracker(options, fps=fps, form="xywh", camera_motion=options.cmc)
-    return ByteTracker(options, fps=fps, form="xyah", camera_motion=False)
+    return ByteTracker(options, fps=fps, form="xywh", camera_motion=kind is TrackerKind.botsort and options.cmc)
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,8 @@ Training (``augment=True``): mosaic (probability ``hyp.mosaic``, while ``mosaic`
 to the output size, optional mixup with a second mosaic, HSV. Without mosaic (after ``close_mosaic()``): the
 shared letterbox, then the affine. Validation (``augment=False``): the shared letterbox
 (``y9core.letterbox.letterbox``, no upscaling beyond ``imgsz``) to the batch shape.
-The randomness of a sample comes from ``numpy.random.default_rng([seed, epoch, index])`` only.
+The randomness of a sample comes from ``numpy.random.default_rng([seed, epoch, index])`` only (and its draw, for a
+filled last batch: ``SampleKey.draw``).
 """
 
 from __future__ import annotations
@@ -171,8 +172,10 @@ class YoloDataset:
             sample.update(img=img, labels=labels, ratio_pad=ratio_pad)
         return sample
 
-    def rng(self, epoch: int, index: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, epoch, index])
+    def rng(self, epoch: int, index: int, draw: int = 0) -> np.random.Generator:
+        """The generator of sample ``index`` in ``epoch``; ``draw`` > 0: a further draw of it in the same epoch (a
+        filled last batch, ``YoloBatchSampler.fill_last``), with its own augmentation."""
+        return np.random.default_rng([self.seed, epoch, index] + ([draw] if draw else []))
 
     def load_resized(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """The cached image (long side imgsz, uint8 BGR, treat as read-only) and its pixel labels ndarray[n, 5]."""
@@ -210,7 +213,7 @@ class YoloDataset:
 
     def _train_sample(self, key: SampleKey) -> tuple[np.ndarray, np.ndarray]:
         hyp = self.hyp
-        rng = self.rng(key.epoch, key.index)
+        rng = self.rng(key.epoch, key.index, key.draw)
         h, w = key.shape
         use_mosaic = key.mosaic and rng.random() < hyp.mosaic
         lr, ud = rng.random() < hyp.fliplr, rng.random() < hyp.flipud

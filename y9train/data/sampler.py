@@ -23,6 +23,7 @@ class SampleKey(NamedTuple):
     shape: tuple[int, int]  # (h, w) of the network input
     epoch: int
     mosaic: bool
+    draw: int = 0  # 1: the sample's second draw in this epoch (a filled last batch), augmented afresh
 
 
 def rect_shape(hws: np.ndarray, imgsz: int, stride: int, pad: float = 0.0) -> tuple[int, int]:
@@ -52,6 +53,10 @@ class YoloBatchSampler:
             augmentation), so that a run can hold its data order fixed while its augmentation varies, or the reverse.
         rect: batches of similar aspect ratio (images sorted by h / w) with the tightest stride-multiple shape;
             for validation (no shuffle, no multi-scale).
+        fill_last: complete the last, smaller batch with the epoch's first images again, each augmented afresh
+            (``SampleKey.draw``), so that every batch has one shape: the trainer sets it where the network runs as
+            a CUDA graph captured at the full batch (``y9train.graphed_network``), whose smaller last batch otherwise
+            ran eagerly every epoch and, in the first, autotuned cuDNN for its shape. Not with ``rect``.
     """
 
     def __init__(
@@ -67,9 +72,12 @@ class YoloBatchSampler:
         stride: int = 32,
         pad: float = 0.0,
         seed: int | None = None,
+        fill_last: bool = False,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} is not valid; expected a positive integer.")
+        if rect and fill_last:
+            raise ValueError("rect batches keep each image once; expected fill_last=False for rect=True.")
         if rect and (shuffle or multi_scale):
             raise ValueError(
                 "rect batches keep a fixed order and shape; expected shuffle=False, multi_scale=False."
@@ -84,6 +92,7 @@ class YoloBatchSampler:
         self.rect = rect
         self.stride = stride
         self.pad = pad
+        self.fill_last = fill_last
 
     @property
     def seed(self) -> int:
@@ -120,5 +129,8 @@ class YoloBatchSampler:
         order = self._order(epoch)
         for b in range(len(self)):
             members = order[b * self.batch_size : (b + 1) * self.batch_size]
+            fill = np.resize(order, self.batch_size - len(members)) if self.fill_last else order[:0]
             shape = self.batch_shape(epoch, b, members)
-            yield [SampleKey(int(i), shape, epoch, mosaic) for i in members]
+            keys = [SampleKey(int(i), shape, epoch, mosaic) for i in members]
+            draws = 1 + np.arange(len(fill)) // max(len(order), 1)  # a set smaller than a batch: draws 1, 2, ...
+            yield keys + [SampleKey(int(i), shape, epoch, mosaic, int(d)) for i, d in zip(fill, draws)]

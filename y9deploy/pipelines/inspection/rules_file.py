@@ -37,7 +37,7 @@ from y9core.yaml_load import compose_text, read_yaml_text
 from y9deploy.pipelines.inspection.frame_rules import ClassThreshold
 from y9deploy.pipelines.inspection.ruleset import DEFAULT_WINDOW_S, ClassRef, RuleSet, RuleSpec
 from y9deploy.tracking.counting import CountLine
-from y9deploy.tracking.regions import MAX_POLYGON_POINTS, Region
+from y9deploy.tracking.regions import MAX_COORD, MAX_POLYGON_POINTS, Region
 
 TOP_KEYS = ("version", "window_s", "thresholds", "regions", "lines", "rules")
 THRESHOLD_KEYS = ("min_conf", "min_area", "min_width", "min_height")
@@ -127,7 +127,7 @@ class _Checker:
         if not isinstance(node, yaml.SequenceNode):
             self.error(node, f"{what} is {self.describe(node)}; expected a list of numbers.")
             return None
-        return [self.number(n, f"{what}[{i}]", None, None) for i, n in enumerate(node.value)]
+        return [self.number(n, f"{what}[{i}]", -MAX_COORD, MAX_COORD) for i, n in enumerate(node.value)]
 
 
 def _threshold(c: _Checker, node: yaml.Node, what: str, base: ClassThreshold) -> ClassThreshold | None:
