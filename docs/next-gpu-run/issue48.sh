@@ -11,7 +11,10 @@
 source benchmarks/gpu_sweep/common.sh 2>/dev/null; source benchmarks/gpu_sweep/job.sh
 K=$W/keep; mkdir -p $K $W/old; tar xf .dev/old.tar -C $W/old
 log() { echo "$(date +%s.%N | cut -c1-14) $*" | tee -a $K/summary.txt; }
-stage deeppcb > /dev/null; D=$W/data/deeppcb/data.yaml
+stage deeppcb > /dev/null
+# the data.yaml with its folder absolute: Ultralytics resolves "path: ." against its own datasets folder, not the
+# file's (session 24's Ultralytics child exited with status 1 within 11 s on the relative one; its log was lost)
+D=$W/data/deeppcb/data-abs.yaml; sed "s|^path: .*|path: $W/data/deeppcb|" $W/data/deeppcb/data.yaml > $D
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> $K/summary.txt; nproc >> $K/summary.txt
 versus() { # versus TREE OUT TRAINER [args]: one trainer alone, 40 epochs, batch 32, 8 workers, RAM cache
   local tree=$1 out=$2 who=$3; shift 3
