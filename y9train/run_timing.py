@@ -35,6 +35,11 @@ from y9train.startup import SETUP_PHASES, StartupClock, process_age
 END_PHASES = ("loaders", "val_report", "checkpoint_writer", "previews", "plots", "run_lock")
 EPOCH_PHASES = ("train", "validate", "end")
 
+#: the start's phases that ``timing.json`` adds up (``startup.json``'s setup, before the first epoch)
+START_KEYS = ("process", *SETUP_PHASES)
+#: ``startup.json``'s figures that lie inside the first epoch's ``train`` (shown, not added)
+INSIDE_FIRST_EPOCH = ("first_batch", "first_step", "graph_capture", "first_validation")
+
 
 class RunTiming:
     """The laps of a whole run after its setup, continuing ``startup``'s chain (``StartupClock``).
@@ -152,8 +157,3 @@ class RunTiming:
 
         atexit.register(at_exit)
 
-
-#: the start's phases that ``timing.json`` adds up (``startup.json``'s setup, before the first epoch)
-START_KEYS = ("process", *SETUP_PHASES)
-#: ``startup.json``'s figures that lie inside the first epoch's ``train`` (shown, not added)
-INSIDE_FIRST_EPOCH = ("first_batch", "first_step", "graph_capture", "first_validation")
