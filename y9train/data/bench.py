@@ -11,7 +11,7 @@ from y9core.data.yaml_config import load_data_yaml
 
 from .augment import AugmentConfig
 from .dataset import YoloDataset
-from .loader import build_dataloader
+from .loader import build_dataloader, shutdown_workers
 
 
 @dataclass
@@ -109,7 +109,7 @@ def bench_loader(
     if start is None:  # warmup == 0
         start = t_iter
     seconds = time.perf_counter() - start
-    del loader
+    shutdown_workers(loader)  # now, in order: not left to the exit (y9train.data.loader.shutdown_workers)
     return LoaderBenchResult(
         images_per_s=timed_images / seconds,
         images=timed_images,
