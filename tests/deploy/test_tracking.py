@@ -83,24 +83,35 @@ def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
     """Same detections into supervision's ByteTrack and ours: the same tracks (up to the numbering of the ids)
     on at least 99% of the detections, and no more identities than the reference makes. Ours with the reference's
     box state (``xyah``), so that what is compared is the association; ``make_tracker("bytetrack")`` keeps
-    BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark)."""
+    BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark). Ours splits a reference track only
+    where the reference's track holds two true objects and each of ours holds one: a newcomer first seen over an
+    object that is missed on the next frame, whose track the reference gives it (``FRESH_IOU``; seed 6)."""
     from y9deploy.tracking.bytetrack import ByteTracker
 
-    agree = total = 0
+    agree = total = splits = 0
     for seed in range(8):
         ref, mine = sv.ByteTrack(), ByteTracker(TrackerOptions(), fps=30.0, form="xyah")
         pairs: set[tuple[int, int]] = set()
-        for xyxy, scores, _ in random_scene(seed):
+        objects: dict[tuple[str, int], set[int]] = {}  # ("ref" or "ours", id) -> true objects it held
+        for xyxy, scores, obj in random_scene(seed):
             a = sv_ids(ref, xyxy, scores)
             b = mine.update(Detections(xyxy, scores, np.zeros(len(xyxy), int)))
             agree += int(((a < 0) == (b < 0)).sum())
             total += len(a)
             pairs |= {(int(x), int(y)) for x, y in zip(a, b) if x >= 0 and y >= 0}
+            for who, ids in (("ref", a), ("ours", b)):
+                for i, o in zip(ids, obj):
+                    if i >= 0:
+                        objects.setdefault((who, int(i)), set()).add(int(o))
         ours_per_theirs = {}
         for x, y in pairs:
             ours_per_theirs.setdefault(x, set()).add(y)
-        assert all(len(v) == 1 for v in ours_per_theirs.values()), (seed, sorted(pairs))  # never split a reference track
+        for x, ys in ours_per_theirs.items():  # a reference track split: the reference mixed objects, ours did not
+            if len(ys) > 1:
+                splits += 1
+                assert len(objects[("ref", x)]) > 1 and all(len(objects[("ours", y)]) == 1 for y in ys), (seed, x, ys)
         assert len({y for _, y in pairs}) <= len({x for x, _ in pairs}), seed
+    assert splits <= 2, splits
     assert agree >= 0.99 * total, (agree, total)
 
 
