@@ -83,24 +83,35 @@ def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
     """Same detections into supervision's ByteTrack and ours: the same tracks (up to the numbering of the ids)
     on at least 99% of the detections, and no more identities than the reference makes. Ours with the reference's
     box state (``xyah``), so that what is compared is the association; ``make_tracker("bytetrack")`` keeps
-    BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark)."""
+    BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark). Ours splits a reference track only
+    where the reference's track holds two true objects and each of ours holds one: a newcomer first seen over an
+    object that is missed on the next frame, whose track the reference gives it (``FRESH_IOU``; seed 6)."""
     from y9deploy.tracking.bytetrack import ByteTracker
 
-    agree = total = 0
+    agree = total = splits = 0
     for seed in range(8):
         ref, mine = sv.ByteTrack(), ByteTracker(TrackerOptions(), fps=30.0, form="xyah")
         pairs: set[tuple[int, int]] = set()
-        for xyxy, scores, _ in random_scene(seed):
+        objects: dict[tuple[str, int], set[int]] = {}  # ("ref" or "ours", id) -> true objects it held
+        for xyxy, scores, obj in random_scene(seed):
             a = sv_ids(ref, xyxy, scores)
             b = mine.update(Detections(xyxy, scores, np.zeros(len(xyxy), int)))
             agree += int(((a < 0) == (b < 0)).sum())
             total += len(a)
             pairs |= {(int(x), int(y)) for x, y in zip(a, b) if x >= 0 and y >= 0}
+            for who, ids in (("ref", a), ("ours", b)):
+                for i, o in zip(ids, obj):
+                    if i >= 0:
+                        objects.setdefault((who, int(i)), set()).add(int(o))
         ours_per_theirs = {}
         for x, y in pairs:
             ours_per_theirs.setdefault(x, set()).add(y)
-        assert all(len(v) == 1 for v in ours_per_theirs.values()), (seed, sorted(pairs))  # never split a reference track
+        for x, ys in ours_per_theirs.items():  # a reference track split: the reference mixed objects, ours did not
+            if len(ys) > 1:
+                splits += 1
+                assert len(objects[("ref", x)]) > 1 and all(len(objects[("ours", y)]) == 1 for y in ys), (seed, x, ys)
         assert len({y for _, y in pairs}) <= len({x for x, _ in pairs}), seed
+    assert splits <= 2, splits
     assert agree >= 0.99 * total, (agree, total)
 
 
@@ -160,18 +171,21 @@ def _sv_anchor_dets(xyxy, ids, cls):
                          class_id=np.asarray(cls, int), tracker_id=np.asarray(ids, int))  # fmt: skip
 
 
-def test_line_and_zone_counts_equal_supervision_on_the_same_tracks():
+@pytest.mark.parametrize("sightings", [2, 1])
+def test_line_and_zone_counts_equal_supervision_on_the_same_tracks(sightings):
     """Tracks of the random scenes (ids from our tracker) through our Counting and through supervision's LineZone
     and PolygonZone (box centre as the anchor): the same in/out counts per class on every frame, and the same
-    number inside the zone."""
+    number inside the zone. y9's default (a crossing confirmed by a second sighting) against LineZone's
+    ``minimum_crossing_threshold=2``, and ``sightings=1`` against LineZone's default."""
     from supervision import LineZone, Point, PolygonZone, Position
 
-    line = CountLine("mid", (100.0, 300.0), (520.0, 260.0))
+    line = CountLine("mid", (100.0, 300.0), (520.0, 260.0), sightings=sightings)
     zone = Zone("area", np.array([[120, 120], [480, 140], [430, 420], [150, 380]], np.float64))
     crossings = compared = 0
     for seed in range(6):
         counting = Counting([line], [zone])
-        ref_line = LineZone(Point(*line.start), Point(*line.end), triggering_anchors=[Position.CENTER])
+        ref_line = LineZone(Point(*line.start), Point(*line.end), triggering_anchors=[Position.CENTER],
+                            minimum_crossing_threshold=sightings)  # fmt: skip
         ref_zone = PolygonZone(zone.polygon.astype(np.int64), triggering_anchors=[Position.CENTER])
         tracker = make_tracker("bytetrack")
         for k, (xyxy, scores, obj) in enumerate(random_scene(seed, drop=0.0)):
@@ -201,7 +215,7 @@ def test_counting_keeps_a_tracks_side_while_it_is_not_seen():
     line = CountLine.parse("0,100,200,100", name="gate")
     zone = Zone.parse("0,0,200,0,200,90,0,90", name="top")
     c = Counting([line], [zone])
-    path = [(140, 1), (120, 1), (None, 1), (95, 1), (None, 1), (80, 1), (60, 1), (110, 1), (130, 2)]
+    path = [(140, 1), (120, 1), (None, 1), (95, 1), (None, 1), (80, 1), (60, 1), (110, 1), (115, 1), (130, 2)]
     for k, (y, tid) in enumerate(path):
         if y is None:
             c.update(Detections.empty(["car", "truck"]), np.zeros(0, np.int64), k * 0.5)
@@ -210,9 +224,33 @@ def test_counting_keeps_a_tracks_side_while_it_is_not_seen():
         c.update(Detections([[90, y - 10, 110, y + 10]], [0.9], [cls], ["car", "truck"]), np.array([tid]), k * 0.5)
     s = c.summary()
     assert s.lines["gate"]["in"] == {"car": 1} and s.lines["gate"]["out"] == {"car": 1}  # up, then down again
+    # each on its second sighting in a row on the new side, with the frames missed in between (80 at t=2.5, 115 at 4.0)
     assert s.lines["gate"]["total_in"] == 1 and s.lines["gate"]["total_out"] == 1  # track 2 started below: no side change
     assert s.zones["top"]["visits"] == 1 and s.zones["top"]["dwell_s"] == {"1": 0.5}  # inside at t=2.5 and 3.0
     assert c.crossings("gate", since=0.0) == 2 and c.crossings("gate", since=2.0, direction="out") == 1
+
+
+def test_a_crossing_is_confirmed_by_a_second_sighting_on_the_new_side():
+    """Issue 45's line jitter (TUD-Stadtmitte, seed 3): a person slowing down on the line, whose box centre moves
+    across it by about a pixel of jitter, is counted once (default: two sightings in a row on the new side), where
+    counting on the first sighting (``sightings=1``) gives in, out, in. A crossing seen on one frame only before the
+    track is lost or goes back is not counted."""
+    xs = [300, 310, 318, 321, 319.5, 321.5, 323, 330, 340]  # line at x=320; 321 -> 319.5 -> 321.5 is the jitter
+    got = {}
+    for sightings in (1, 2):
+        c = Counting([CountLine.parse("320,0,320,480", "middle", sightings=sightings)])
+        for k, x in enumerate(xs):
+            c.update(Detections([[x - 20, 200, x + 20, 280]], [0.9], [0], ["person"]), np.array([7]), k / 25)
+        s = c.summary().lines["middle"]
+        got[sightings] = (s["total_in"], s["total_out"])
+    assert got == {1: (2, 1), 2: (1, 0)}  # moving right over a line drawn downwards is "in"
+    c = Counting([CountLine.parse("320,0,320,480", "middle")])
+    for k, x in enumerate([300, 310, 325, None, 315, 330]):  # one sighting right, lost, back left; then right once
+        dets = Detections.empty(["person"]) if x is None else Detections([[x - 20, 200, x + 20, 280]], [0.9], [0], ["person"])
+        c.update(dets, np.array([7] * len(dets), np.int64), k / 25)
+    assert c.summary().lines["middle"]["total_in"] == 0
+    with pytest.raises(ValueError, match="sightings=0"):
+        CountLine.parse("0,0,1,1", "a", sightings=0)
 
 
 def test_line_and_zone_values_are_checked():

@@ -13,11 +13,16 @@ Rules (shapes: points ``(x, y)`` in frame pixels):
   first frame) is not counted. Its position is its box centre (the anchor).
 - Line ``(x1, y1) -> (x2, y2)``: a track's side is the sign of the cross product ``(p2 - p1) x (anchor - p1)``,
   taken only while the anchor's projection lies on the segment (between the perpendiculars through its ends:
-  objects passing beyond the line's ends do not count). The first side seen is the track's side; each time it is
-  seen on the other side, one crossing is counted and the side flips: ``in`` when the cross product turns
-  negative (for a line drawn left to right on the image, ``in`` is upwards), ``out`` when it turns positive, as
-  supervision's ``LineZone`` names them. A track that vanishes for some frames keeps its side (the decision is
-  on the track, not on consecutive frames), so a detection that flickers is never counted twice.
+  objects passing beyond the line's ends do not count). The first side seen is the track's side. A crossing is
+  a side change confirmed: the track is seen on the other side ``CountLine.sightings`` times in a row (default
+  ``CROSSING_SIGHTINGS`` = 2, as supervision's ``minimum_crossing_threshold=2``); then one crossing is counted, on
+  the confirming frame, and the side flips. A sighting back on the old side before that cancels the change, so a
+  slow object on the line whose box centre jitters by a pixel across it is not counted out, in and out. ``in``
+  when the cross product turns negative (for a line drawn left to right on the image, ``in`` is upwards),
+  ``out`` when it turns positive, as supervision's ``LineZone`` names them. A track that vanishes for some frames
+  keeps its side and its pending sightings (the decision is on the track's sightings, not on consecutive
+  frames), so a detection that flickers is never counted twice. ``sightings=1`` counts on the first sighting on
+  the new side (the rule before issue 45's third pass).
 - Zone (polygon, even-odd rule, edges inside): per frame, the tracks whose anchor is inside, per class. A visit
   starts on the first frame a track is inside and lasts until it is seen outside; its dwell time is the time
   from the first to the last frame it was seen inside; ``dwell`` of a track adds up its visits.
@@ -53,27 +58,35 @@ def _label(text: str) -> str:
     return shorten(text, 60)
 
 
+CROSSING_SIGHTINGS = 2  # sightings in a row on the new side that confirm a crossing (module docstring)
+
+
 @dataclass(frozen=True)
 class CountLine:
-    """A counting line from ``start`` (x1, y1) to ``end`` (x2, y2), frame pixels; ``name`` names it in counts."""
+    """A counting line from ``start`` (x1, y1) to ``end`` (x2, y2), frame pixels; ``name`` names it in counts;
+    ``sightings``: how many sightings in a row of a track on the other side make a crossing (module docstring)."""
 
     name: str
     start: tuple[float, float]
     end: tuple[float, float]
+    sightings: int = CROSSING_SIGHTINGS
 
     def __post_init__(self) -> None:
+        if isinstance(self.sightings, bool) or not isinstance(self.sightings, int) or self.sightings < 1:
+            raise ValueError(f"line {quoted(self.name, 60)}: sightings={self.sightings!r}; expected a whole number "
+                             "of at least 1 (sightings in a row on the new side that make a crossing).")  # fmt: skip
         check_coords([*self.start, *self.end], f"line {quoted(self.name, 60)}")
         if tuple(self.start) == tuple(self.end):
             raise ValueError(f"line {quoted(self.name, 60)} starts and ends at {tuple(self.start)}; expected two different "
                              "points x1,y1,x2,y2.")  # fmt: skip
 
     @classmethod
-    def parse(cls, text: str, name: str | None = None) -> CountLine:
+    def parse(cls, text: str, name: str | None = None, sightings: int = CROSSING_SIGHTINGS) -> CountLine:
         """``"x1,y1,x2,y2"`` -> CountLine (name: the text itself unless given)."""
         vals = _floats(text, "count line")
         if len(vals) != 4:
             raise ValueError(f"count line {quoted(text, 60)} has {len(vals)} numbers; expected 4: x1,y1,x2,y2.")
-        return cls(name or _label(text), (vals[0], vals[1]), (vals[2], vals[3]))
+        return cls(name or _label(text), (vals[0], vals[1]), (vals[2], vals[3]), sightings)
 
     def sides(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Points ndarray[N, 2] -> (cross products ndarray[N], within the segment's extent ndarray[N] bool)."""
@@ -138,6 +151,7 @@ class _LineState:
     def __init__(self, line: CountLine) -> None:
         self.line = line
         self.side: dict[int, bool] = {}  # track id -> True when its cross product is negative
+        self.pending: dict[int, int] = {}  # track id -> sightings in a row on the other side, not yet a crossing
         self.totals: dict[str, dict[str, int]] = {"in": defaultdict(int), "out": defaultdict(int)}
         self.events: list[tuple[float | None, int, str, str]] = []  # (time, track id, direction, class)
 
@@ -148,7 +162,13 @@ class _LineState:
             tid, neg = int(ids[i]), bool(cross[i] < 0)
             before = self.side.setdefault(tid, neg)
             if before == neg:
+                self.pending.pop(tid, None)  # back on its side: a change not confirmed is forgotten
                 continue
+            seen = self.pending.get(tid, 0) + 1
+            if seen < self.line.sightings:
+                self.pending[tid] = seen
+                continue
+            self.pending.pop(tid, None)
             self.side[tid] = neg
             direction = "in" if neg else "out"
             self.totals[direction][names[i]] += 1
