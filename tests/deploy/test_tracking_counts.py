@@ -117,6 +117,17 @@ def test_counts_from_tracks_equal_the_ground_truth_counts(level, seed):
     assert counts(out, seq.fps) == truth
 
 
+
+def ids_of_people(frames, tracker, counting) -> dict[int, set[int]]:
+    """Track and count ``frames`` (``(Detections, person of each row)`` at 30 fps); the track ids each person got."""
+    ids_of: dict[int, set[int]] = {0: set(), 1: set()}
+    for k, (dets, who) in enumerate(frames):
+        ids = tracker.update(dets, t=k / 30)
+        counting.update(dets, ids, k / 30)
+        for person, tid in zip(who, ids.tolist()):
+            ids_of[person] |= {tid} - {-1}
+    return ids_of
+
 def side_by_side(join_at: int, missed: tuple[int, ...]) -> list[tuple[Detections, list[int]]]:
     """Two people (boxes 40x100) walking side by side left to right across the line at 3 px a frame, their boxes
     overlapping by IoU about 0.35 (the lower one a third of its width to the right), as TUD-Campus's first frames
@@ -157,12 +168,7 @@ def test_two_people_side_by_side_are_two_tracks_and_count_two(kind, join_at):
     d = frames[20][0].xyxy.astype(np.float64)
     assert box_iou(d[0], d[1]) == pytest.approx(0.35, abs=0.03)
     tracker, counting = make_tracker(kind, fps=30), Counting([LINE])
-    ids_of: dict[int, set[int]] = {0: set(), 1: set()}
-    for k, (dets, who) in enumerate(frames):
-        ids = tracker.update(dets, t=k / 30)
-        counting.update(dets, ids, k / 30)
-        for person, tid in zip(who, ids.tolist()):
-            ids_of[person] |= {tid} - {-1}
+    ids_of = ids_of_people(frames, tracker, counting)
     line = counting.summary().lines["middle"]
     assert (line["total_in"], line["total_out"]) == (2, 0), line
     assert len(ids_of[0]) == 1 and len(ids_of[1]) == 1 and ids_of[0] != ids_of[1], ids_of
@@ -202,11 +208,6 @@ def test_a_newcomer_over_a_missed_person_does_not_take_his_track(kind):
     assert box_iou(d[0], d[1]) == pytest.approx(0.45, abs=0.06)
     tracker = make_tracker(kind, fps=30)
     counting = Counting([], [Zone.parse(f"0,0,{W},0,{W},{H},0,{H}", "all")])
-    ids_of: dict[int, set[int]] = {0: set(), 1: set()}
-    for k, (dets, who) in enumerate(frames):
-        ids = tracker.update(dets, t=k / 30)
-        counting.update(dets, ids, k / 30)
-        for person, tid in zip(who, ids.tolist()):
-            ids_of[person] |= {tid} - {-1}
+    ids_of = ids_of_people(frames, tracker, counting)
     assert len(ids_of[0]) == 1 and len(ids_of[1]) == 1 and ids_of[0] != ids_of[1], ids_of
     assert counting.summary().zones["all"]["visits"] == 2

@@ -174,9 +174,9 @@ def shutdown_workers(loader: Any) -> bool:
     """Stop the worker processes (and the pin-memory thread) that a DataLoader with ``persistent_workers`` keeps
     between epochs, now and in order; returns whether there were any.
 
-    A persistent loader's iterator lives as long as the loader. Left to the interpreter's exit, its workers are not
-    shut down in order (torch's shutdown is a no-op once the exit has begun) and the exit waits on them: on a GPU
-    machine with pinned memory this was the silent tail after a run's last line (issue 48; torch issue 81794). torch
+    A persistent loader's iterator lives as long as the loader. Left to the interpreter's exit, its workers are
+    joined there one by one, each with a timeout: on a GPU machine with pinned memory 8 workers held the exit 40.7 s,
+    the silent tail after a run's last line (issue 48; docs/benchmarks.md; torch issue 81794). torch
     has no public call for it, so this takes the loader's iterator (``_iterator``, the attribute torch itself keeps
     it in, as PyTorch Lightning does at its teardown) and runs the shutdown its ``__del__`` would. Iterating the
     loader again later starts new workers. Nothing for a loader without workers or one never iterated."""
