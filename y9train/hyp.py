@@ -173,7 +173,9 @@ class TrainConfig:
     gradient checkpointing; ``y9train.graphed_network``); ``deterministic``: reproducible kernels (one seed, the same
     weights bit for bit on one machine) instead of cuDNN autotuning (``y9train.determinism``); the start's bounds:
     ``cudnn_benchmark_limit`` (algorithms cuDNN times per convolution shape when autotuning) and
-    ``cuda_graph_warmup`` (eager steps before the capture), both timed in ``startup.json`` (``y9train.startup``);
+    ``cuda_graph_warmup`` (eager steps before the capture), both timed in ``startup.json`` (``y9train.startup``),
+    and ``val_autotune`` (False: validation takes cuDNN's heuristic algorithms instead of timing them for each of its
+    batch shapes, which the first validation pays for);
     ``cache``: image cache None | "ram" | "disk"; ``new_head``: a checkpoint whose class count differs from the
     data gets a freshly initialised head for the data's classes (backbone weights kept); ``val``: validate after
     every epoch; ``save``: write checkpoints (``async_save``: in a background thread, from a snapshot taken at the
@@ -206,6 +208,7 @@ class TrainConfig:
     deterministic: bool = False  # reproducible kernels instead of the fastest (y9train.determinism)
     cudnn_benchmark_limit: int | None = None  # cuDNN algorithms timed per conv shape; None: torch's (10), 0: all
     cuda_graph_warmup: int = 3  # eager warm-up steps before a CUDA-graph capture (at least 1)
+    val_autotune: bool = True  # cuDNN autotuning in validation too (False: its heuristics, no timing per val shape)
     sync_bn: bool = False  # torchrun runs: SyncBatchNorm across processes; ignored on one device
     new_head: bool = False
     val: bool = True

@@ -359,7 +359,7 @@ class Trainer(TrainerSetup):
         res = run_validation(
             self.ema.module, self.val_loader, device=self.device, nc=self.data_cfg.nc, names=self.data_cfg.names,
             conf=self.config.conf, iou=self.config.iou, max_det=self.config.max_det, amp_dtype=self.amp_dtype,
-            channels_last=self.channels_last,
+            channels_last=self.channels_last, autotune=self.config.val_autotune,
         )  # fmt: skip
         self.ema.validated()
         self.last_val = res

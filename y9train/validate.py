@@ -56,13 +56,15 @@ def run_validation(
     max_det: int = 300,
     amp_dtype: torch.dtype | None = None,
     channels_last: bool = False,
+    autotune: bool = True,
 ) -> ValResult:
     """Validate ``model`` (switched to eval mode here) on ``loader`` (batches of the training contract).
 
     Detections come from ``y9core.post.rows.postprocess`` (conf, iou, max_det as the official val: 0.001, 0.7,
     300) on the device, by the implementation ``choose_post`` picks there (the Detector's rule); predictions and labels are mapped back to source pixels with each image's
     ``ratio_pad`` before ``evaluate`` (COCO's maxDets 100 per image and class); the ground truth comes from the
-    dataset's labels in source pixels (``YoloDataset.source_boxes``).
+    dataset's labels in source pixels (``YoloDataset.source_boxes``). ``autotune`` False switches cuDNN's autotuning
+    off for the loop (its heuristics choose; training's setting is put back afterwards).
     """
     from y9core.metrics import evaluate
     from y9core.post.rows import postprocess
@@ -80,6 +82,8 @@ def run_validation(
     )  # fmt: skip
     dataset = getattr(loader, "dataset", None)
     index = {str(p): i for i, p in enumerate(dataset.files)} if hasattr(dataset, "source_boxes") else None
+    tuned = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = tuned and autotune
     try:
         for batch in loader:
             imgs = batch["img"].to(device, non_blocking=True)
@@ -102,6 +106,7 @@ def run_validation(
             targets.extend(_targets(batch, dataset, index))
             files.extend(str(p) for p in batch["paths"])
     finally:
+        torch.backends.cudnn.benchmark = tuned
         model.train(was_training)
     res = evaluate(preds, targets, nc=nc, names=names)
     seconds = time.perf_counter() - t_start

@@ -103,6 +103,34 @@ def test_perfect_predictions_score_one(tmp_path):
     assert res.metrics["map50"] == pytest.approx(1.0) and res.metrics["map50_95"] == pytest.approx(1.0)
 
 
+class FlagSpy(Oracle):
+    """An Oracle that records cuDNN's autotuning flag at each forward."""
+
+    def __init__(self, outputs):
+        super().__init__(outputs)
+        self.seen: list[bool] = []
+
+    def forward(self, x):
+        self.seen.append(torch.backends.cudnn.benchmark)
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("autotune", [True, False])
+def test_validation_autotune_switch_holds_in_the_loop_and_is_put_back(tmp_path, autotune):
+    data = _two_image_val(tmp_path)
+    ds = YoloDataset.from_yaml(data, "val", imgsz=IMGSZ, label_cache=False)
+    loader = build_dataloader(ds, 1, workers=0)
+    spy = FlagSpy([_encode(b["labels"], 1, 80, (0.0, 0.0)) for b in loader])
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True  # training's setting
+    try:
+        run_validation(spy, loader, device=torch.device("cpu"), nc=80, autotune=autotune)
+        assert spy.seen == [autotune, autotune]
+        assert torch.backends.cudnn.benchmark is True
+    finally:
+        torch.backends.cudnn.benchmark = before
+
+
 def test_val_checkpoint_checks_classes_and_runs(tmp_path):
     data = _two_image_val(tmp_path / "d")
     ckpt = tmp_path / "m.pt"
