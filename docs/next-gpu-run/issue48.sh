@@ -7,9 +7,9 @@
 #   W=/root/w; [ -f $W/started ] || { rm -rf $W; mkdir -p $W; touch $W/started; setsid nohup bash docs/next-gpu-run/issue48.sh > $W/run.log 2>&1 < /dev/null & }
 #   for i in $(seq 110); do grep -q "ALL DONE" $W/keep/summary.txt 2>/dev/null && break; sleep 5; done; (cd $W/keep && tar czf $OUT/keep.tgz .); tail -40 $W/keep/summary.txt
 # Order: y9 first on the fresh machine (its first run counts), then Ultralytics, each alone; then the steps of the
-# old code and of this one with the levers, one at a time; two 2-epoch runs (validation with and without cuDNN
-# autotuning); last the accuracy: 4 DeepPCB seeds of this code and 4 of the old, all eight at once, on a split whose
-# train part (750 images, every 4th of 1,000 evaluates: 250) leaves a last batch of 14, which this code fills.
+# old code and of this one with the levers, one at a time; the accuracy: 4 DeepPCB seeds of this code and 4 of the old, all eight at once, on a split whose
+# train part (750 images, every 4th of 1,000 evaluates: 250) leaves a last batch of 14, which this code fills; last two 2-epoch runs
+# (validation with and without cuDNN autotuning).
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
 K=$W/keep; mkdir -p $K $W/old; tar xf .dev/old.tar -C $W/old
 log() { echo "$(date +%s.%N | cut -c1-14) $*" | tee -a $K/summary.txt; }
@@ -35,16 +35,16 @@ log "y9 (this code) 40 epochs"; versus $W/code vs40-y9 y9 40
 log "Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
 steps $W/old steps-old --batch 32
 steps $W/code steps-new --batch 32
-steps $W/code steps-fp16 --batch 32 --amp fp16
-steps $W/code steps-w12 --batch 32 --workers 12
 steps $W/code steps-b64 --batch 64
+steps $W/code steps-w12 --batch 32 --workers 12
+steps $W/code steps-fp16 --batch 32 --amp fp16
 steps $W/code steps-bound --batch 32 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
-log "2 epochs, validation autotuned (default)"; versus $W/code vs2-valtune y9 2
-log "2 epochs, val_autotune=false"; versus $W/code vs2-valheur y9 2 --set val_autotune=false
 log "accuracy: 4 seeds of this code and 4 of the old, all at once, 3 workers each"
 export SPLIT_EVERY=4
 for s in 0 1 2 3; do job acc-new-s$s deeppcb yolov9-s $s 3; CODE=$W/old job acc-old-s$s deeppcb yolov9-s $s 3; done
 while [ "$(grep -c " end " $W/times.txt)" -lt 8 ]; do sleep 10; done
 for d in $W/jobs/acc-*; do n=$(basename $d); cp $d/r/result.json $K/$n.json 2>/dev/null; tail -5 $d/log.txt > $K/$n.tail; done
 cat $W/times.txt >> $K/summary.txt
+log "2 epochs, validation autotuned (default)"; versus $W/code vs2-valtune y9 2
+log "2 epochs, val_autotune=false"; versus $W/code vs2-valheur y9 2 --set val_autotune=false
 log "ALL DONE"
