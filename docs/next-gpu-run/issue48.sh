@@ -1,4 +1,4 @@
-# Issue 48, round two (nvidia-h100-x1 or nvidia-h200; about 25 minutes of device time, start included).
+# Issue 48, round two (nvidia-h100-x1 or nvidia-h200; about 23 minutes of device time, start included).
 # Carries .dev (git-ignored): .dev/whl (faster-coco-eval, ultralytics==8.4.190, ultralytics-thop; cp312 wheels),
 # .dev/data1/deeppcb (a copy of ../shared/datasets/deeppcb: 1,000 train / 30 val) and .dev/old.tar
 # (`git archive 9884a11 y9core y9train y9deploy y9 y9cli benchmarks | tar --delete y9deploy/assets/y9-coco128.pt`:
@@ -25,10 +25,10 @@ versus() { # versus TREE OUT TRAINER EPOCHS [args]: one trainer alone, batch 32,
   find $W/$out -name timing.json -exec cp {} $K/$out-timing.json \; 2>/dev/null
   log "$out done"; tail -3 $K/$out.txt >> $K/summary.txt
 }
-steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s (8 warm-up, 32 timed batches)
+steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s (8 warm-up, 24 timed batches)
   local tree=$1 name=$2; shift 2; log "steps $name: $*"
   (cd $tree && PYTHONPATH=$W/site:$tree timeout 240 python3 benchmarks/bench_train_gpu.py $D --workers 8 --ckpt off \
-    --cache ram --models yolov9-s --warmup-steps 8 --steps 32 --loader-cache --out $W/$name "$@" > $K/$name.log 2>&1)
+    --cache ram --models yolov9-s --warmup-steps 8 --steps 24 --loader-cache --out $W/$name "$@" > $K/$name.log 2>&1)
   tail -3 $K/$name.log >> $K/summary.txt; cp $W/$name/bench_train.json $K/$name.json 2>/dev/null
 }
 log "y9 (this code) 40 epochs"; versus $W/code vs40-y9 y9 40
@@ -38,7 +38,6 @@ steps $W/code steps-new --batch 32
 steps $W/code steps-b64 --batch 64
 steps $W/code steps-w12 --batch 32 --workers 12
 steps $W/code steps-fp16 --batch 32 --amp fp16
-steps $W/code steps-bound --batch 32 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
 log "accuracy: 4 seeds of this code and 4 of the old, all at once, 3 workers each"
 export SPLIT_EVERY=4
 for s in 0 1 2 3; do job acc-new-s$s deeppcb yolov9-s $s 3; CODE=$W/old job acc-old-s$s deeppcb yolov9-s $s 3; done
