@@ -33,6 +33,7 @@ steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s (8
 }
 log "y9 (this code) 40 epochs"; versus $W/code vs40-y9 y9 40
 log "Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
+log "the model phase by step"; (cd $W/code && timeout 120 python3 benchmarks/probe_model_to_device.py > $K/probe-model.txt 2>&1); tail -1 $K/probe-model.txt >> $K/summary.txt
 steps $W/old steps-old --batch 32
 steps $W/code steps-new --batch 32
 steps $W/code steps-w12 --batch 32 --workers 12
