@@ -32,6 +32,7 @@ steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s (8
   tail -3 $K/$name.log >> $K/summary.txt; cp $W/$name/bench_train.json $K/$name.json 2>/dev/null
 }
 log "y9 (this code) 40 epochs"; versus $W/code vs40-y9 y9 40
+echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
 log "Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
 log "the model phase by step"; (cd $W/code && timeout 120 python3 benchmarks/probe_model_to_device.py > $K/probe-model.txt 2>&1); tail -1 $K/probe-model.txt >> $K/summary.txt
 steps $W/old steps-old --batch 32
