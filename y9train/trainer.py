@@ -171,6 +171,7 @@ class Trainer(TrainerSetup):
                 timing.start_epoch(epoch)
                 self._fire("on_epoch_start")
                 record = self.train_epoch(epoch)
+                self.epoch_batches.prefetch(epoch + 1)  # made while this epoch validates
                 timing.lap("train")
                 losses = {k: record[f"train/{k}"] for k in ("box", "cls", "dfl")}
                 check_finite_weights(self.model, losses, epoch=epoch + 1, run=str(self.save_dir or cfg.name or "the run"))
@@ -224,10 +225,6 @@ class Trainer(TrainerSetup):
         """One pass over the training loader; returns the epoch's training record."""
         cfg, hyp, dev, timer = self.config, self.config.hyp, self.device, self.timer
         self.model.train()
-        if hyp.close_mosaic and epoch >= cfg.epochs - hyp.close_mosaic and self.train_ds.mosaic:
-            self.train_ds.close_mosaic()
-            self.reporter.info(f"mosaic off from epoch {epoch + 1} (close_mosaic={hyp.close_mosaic})")
-        self.train_ds.set_epoch(epoch)
         nb, interval = self.nb, cfg.log_interval
         sums = torch.zeros(4, device=dev)  # box, cls, dfl, grad norm (summed over optimiser steps)
         buf = torch.full((interval, 4), _NAN, device=dev)  # per batch: grad norm, box, cls, dfl
@@ -242,7 +239,7 @@ class Trainer(TrainerSetup):
         first = epoch == self.start_epoch  # this run's first epoch: its first batch and step are timed
         if first:
             self.startup.skip()
-        loader = iter(self.train_loader)
+        loader = self.epoch_batches.of(epoch)  # started while the epoch before validated, if there was one
         for i in range(nb):
             t0 = time.perf_counter()
             batch = next(loader)

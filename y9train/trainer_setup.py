@@ -14,6 +14,7 @@ import torch
 
 from y9core.wording import plural
 from y9train.ema import ModelEMA
+from y9train.epoch_batches import EpochBatches
 from y9train.graphed_network import graphed_network
 from y9train.optim import AccumulationRule, LRController, build_optimizer, resolve_auto, warmup_iters
 from y9train.run_seeds import RunSeeds
@@ -73,6 +74,7 @@ class TrainerSetup:
                               clock=clock)  # fmt: skip
         self.train_ds, self.val_ds = data.train_ds, data.val_ds
         self.train_loader, self.val_loader = data.train_loader, data.val_loader
+        self.epoch_batches = EpochBatches(self.train_loader, self.train_ds, cfg, self.reporter.info)
         self.nb = len(self.train_loader)
 
     def _setup_optimisation(self) -> None:
