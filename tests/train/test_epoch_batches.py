@@ -12,24 +12,19 @@ from y9train.hyp import TrainConfig
 from y9train.trainer import Trainer
 
 
-class Watching(Trainer):
-    """Records, at each validation, how far the training loader's iterator has gone: (indices sent, batches taken)."""
-
-    def _validate(self):
-        it = self.train_loader._iterator
-        self.seen.append((it._send_idx, it._rcvd_idx))
-        return super()._validate()
-
-
 def test_the_next_epoch_is_started_before_the_epoch_validates(tmp_path):
     data = coco_pair(tmp_path)  # 3 train images, batch 1: three batches an epoch, two persistent workers
-    trainer = Watching(tiny_config(data, tmp_path, epochs=3, batch=1, workers=2))
-    trainer.seen = []
+    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, workers=2))
+    seen = []  # at each epoch's end (after its validation): the epoch started ahead, the dataset's epoch
+
+    def watch(t):
+        started = t.epoch_batches.started
+        seen.append((t.epoch, started[0] if started else None, t.train_ds.epoch))
+
+    trainer.add_callback("on_epoch_end", watch)
     trainer.fit()
-    # epochs 1 and 2 validate with the next epoch's first batches asked of the workers and none taken yet; the
-    # last epoch starts nothing (the iterator is its own, all three batches taken)
-    assert trainer.seen[:2] == [(3, 0), (3, 0)]  # prefetch_factor 2 x 2 workers, capped by the epoch's 3 batches
-    assert trainer.seen[2] == (3, 3)
+    # epochs 1 and 2 validated with the next epoch's iteration already started (its keys set); the last started none
+    assert seen == [(0, 1, 1), (1, 2, 2), (2, None, 2)]
 
 
 def _epochs(ds, loader, batches: EpochBatches, prefetch: bool, epochs: int) -> list[torch.Tensor]:
