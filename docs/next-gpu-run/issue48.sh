@@ -1,4 +1,4 @@
-# Issue 48, round two (nvidia-h100-x1 or nvidia-h200; about 23 minutes of device time, start included).
+# Issue 48, the run script of rounds two (session 25, H100: up to the accuracy runs, ACC_SEEDS="0 1") and three (nvidia-h100-x1 or nvidia-h200; about 25 minutes of device time, start included).
 # Carries .dev (git-ignored): .dev/whl (faster-coco-eval, ultralytics==8.4.190, ultralytics-thop; cp312 wheels),
 # .dev/data1/deeppcb (a copy of ../shared/datasets/deeppcb: 1,000 train / 30 val) and .dev/old.tar
 # (`git archive 9884a11 y9core y9train y9deploy y9 y9cli benchmarks | tar --delete y9deploy/assets/y9-coco128.pt`:
