@@ -25,15 +25,18 @@ versus() { # versus TREE OUT TRAINER EPOCHS [args]: one trainer alone, batch 32,
   find $W/$out -name timing.json -exec cp {} $K/$out-timing.json \; 2>/dev/null
   log "$out done"; tail -3 $K/$out.txt >> $K/summary.txt
 }
-steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s (8 warm-up, 24 timed batches)
+steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s: the first epoch (32 batches) warms up,
+  # so that the old code's eager, autotuned last batch of 8 is not timed (session 25's 68 img/s), then 24 timed batches
   local tree=$1 name=$2; shift 2; log "steps $name: $*"
   (cd $tree && PYTHONPATH=$W/site:$tree timeout 240 python3 benchmarks/bench_train_gpu.py $D --workers 8 --ckpt off \
-    --cache ram --models yolov9-s --warmup-steps 8 --steps 24 --loader-cache --out $W/$name "$@" > $K/$name.log 2>&1)
+    --cache ram --models yolov9-s --warmup-steps 32 --steps 24 --loader-cache --out $W/$name "$@" > $K/$name.log 2>&1)
   tail -3 $K/$name.log >> $K/summary.txt; cp $W/$name/bench_train.json $K/$name.json 2>/dev/null
 }
 log "y9 (this code) 40 epochs"; versus $W/code vs40-y9 y9 40
 echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
 log "Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
+# OLD40=1: the code before issue 48 for 40 epochs too (its in-run steady img/s: the 1.3x line; about 4 minutes)
+[ -n "${OLD40:-}" ] && { log "y9 before issue 48, 40 epochs"; versus $W/old vs40-old y9 40; }
 log "the model phase by step"; (cd $W/code && timeout 120 python3 benchmarks/probe_model_to_device.py > $K/probe-model.txt 2>&1); tail -1 $K/probe-model.txt >> $K/summary.txt
 steps $W/old steps-old --batch 32
 steps $W/code steps-new --batch 32
