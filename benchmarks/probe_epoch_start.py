@@ -20,7 +20,7 @@ from y9train.hyp import TrainConfig
 def run(data: str, *, batch: int, workers: int, step: float, val: float, epochs: int, prefetch: bool) -> list[float]:
     ds = YoloDataset.from_yaml(data, "train", imgsz=640, cache="ram")
     loader = build_dataloader(ds, batch, workers=workers)
-    batches = EpochBatches(loader, ds, TrainConfig(data=data, epochs=epochs, hyp={"close_mosaic": 0}), print)
+    batches = EpochBatches(loader, TrainConfig(data=data, epochs=epochs, hyp={"close_mosaic": 0}), print)
     firsts = []
     for epoch in range(epochs):
         it, waits = batches.of(epoch), []

@@ -20,16 +20,15 @@ class EpochBatches:
     """``of(epoch)``: an iterator over ``loader``'s batches of ``epoch``; ``prefetch(epoch)`` starts it early.
 
     Args:
-        loader: the training DataLoader (its batch sampler reads ``dataset.epoch`` / ``dataset.mosaic``).
-        dataset: the main process's training dataset.
+        loader: the training DataLoader; its dataset (the main process's copy) takes the epoch and the mosaic
+            flag, which its batch sampler reads into the keys.
         config: the run's ``TrainConfig``, read when an epoch starts (``epochs``, ``hyp.close_mosaic``: the mosaic
             is off for the last ``close_mosaic`` epochs).
         report: where the one line "mosaic off from epoch N" goes.
     """
 
-    def __init__(self, loader: Any, dataset: Any, config: Any, report: Callable[[str], None]):
+    def __init__(self, loader: Any, config: Any, report: Callable[[str], None]):
         self.loader = loader
-        self.dataset = dataset
         self.config = config
         self.report = report
         self.started: tuple[int, Iterator] | None = None  # (epoch, its iterator) started ahead of its epoch
@@ -47,9 +46,9 @@ class EpochBatches:
         return self._start(epoch)
 
     def _start(self, epoch: int) -> Iterator:
-        close = self.config.hyp.close_mosaic
-        if close and epoch >= self.config.epochs - close and self.dataset.mosaic:
-            self.dataset.close_mosaic()
+        dataset, close = self.loader.dataset, self.config.hyp.close_mosaic
+        if close and epoch >= self.config.epochs - close and dataset.mosaic:
+            dataset.close_mosaic()
             self.report(f"mosaic off from epoch {epoch + 1} (close_mosaic={close})")
-        self.dataset.set_epoch(epoch)
+        dataset.set_epoch(epoch)
         return iter(self.loader)

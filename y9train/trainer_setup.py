@@ -74,7 +74,7 @@ class TrainerSetup:
                               clock=clock)  # fmt: skip
         self.train_ds, self.val_ds = data.train_ds, data.val_ds
         self.train_loader, self.val_loader = data.train_loader, data.val_loader
-        self.epoch_batches = EpochBatches(self.train_loader, self.train_ds, cfg, self.reporter.info)
+        self.epoch_batches = EpochBatches(self.train_loader, cfg, self.reporter.info)
         self.nb = len(self.train_loader)
 
     def _setup_optimisation(self) -> None:

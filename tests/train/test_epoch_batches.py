@@ -27,11 +27,11 @@ def test_the_next_epoch_is_started_before_the_epoch_validates(tmp_path):
     assert seen == [(0, 1, 1), (1, 2, 2), (2, None, 2)]
 
 
-def _epochs(ds, loader, batches: EpochBatches, prefetch: bool, epochs: int) -> list[torch.Tensor]:
+def _epochs(batches: EpochBatches, prefetch: bool, epochs: int) -> list[torch.Tensor]:
     out = []
     for epoch in range(epochs):
         it = batches.of(epoch)
-        out += [b["img"].clone() for _, b in zip(range(len(loader)), it, strict=False)]
+        out += [b["img"].clone() for _, b in zip(range(len(batches.loader)), it, strict=False)]
         if prefetch:
             batches.prefetch(epoch + 1)
     return out
@@ -45,7 +45,7 @@ def test_prefetched_epochs_give_the_same_batches_as_fresh_ones(tmp_path):
         loader = build_dataloader(ds, 2, workers=2)
         config = TrainConfig(data=str(data), epochs=3, hyp={"close_mosaic": 1})  # the mosaic closes for epoch 3
         lines: list[str] = []
-        runs.append(_epochs(ds, loader, EpochBatches(loader, ds, config, lines.append), prefetch, 3))
+        runs.append(_epochs(EpochBatches(loader, config, lines.append), prefetch, 3))
         assert lines == ["mosaic off from epoch 3 (close_mosaic=1)"] and not ds.mosaic
     assert len(runs[0]) == len(runs[1]) == 6
     for a, b in zip(*runs, strict=True):
