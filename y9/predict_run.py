@@ -83,7 +83,7 @@ def run_folder(source: Any, options: PredictOptions) -> Iterator[Any]:
 
 
 def _images(detector: Any, frames: list[np.ndarray], options: PredictOptions, tracking: Any, save_dir: Path | None,
-            append: bool, emit: Callable[[Result], None]) -> None:  # fmt: skip
+            append: bool, emit: Callable[[Result], None], folder: Any = None) -> None:  # fmt: skip
     """In-memory images through ``frame_runner``; with ``save_dir`` their annotated copies and JSON lines."""
     from y9deploy.pipelines.predict.results import JSON_NAME, ResultsWriter, build_final_json
     from y9deploy.pipelines.predict.run import frame_runner
@@ -98,7 +98,7 @@ def _images(detector: Any, frames: list[np.ndarray], options: PredictOptions, tr
             chunk = frames[start : start + options.batch]
             for k, (frame, dets) in enumerate(zip(chunk, run(chunk)), start=start):
                 ids = tracking.step(dets, None, frame).track_id if tracking is not None else None
-                result = Result(f"image{k}", None, frame, dets, ids, save_dir)
+                result = Result(f"image{k}", None, frame, dets, ids, save_dir, folder)
                 if writer is not None:
                     writer.write(result.path, None, dets, track_id=ids)
                     if options.save_images:
@@ -123,13 +123,16 @@ def produce(detector: Any, source: Any, *, save: bool, track: Any, options: Pred
     with run_folder(source, options) if save else contextlib.nullcontext() as run:
         save_dir = run.path if run is not None else None
         append = bool(run is not None and run.earlier)
+        from y9.save_target import RunFolder
+
+        folder = RunFolder(options.project if options.project is not None else "runs")  # Result.save()'s default
         if frames is not None:
-            _images(detector, frames, options, tracking, save_dir, append, emit)
+            _images(detector, frames, options, tracking, save_dir, append, emit, folder)
             return None
         from y9deploy.pipelines.predict.run import predict_source
 
         def on_result(name: str, index: int | None, image: np.ndarray, dets: Any, ids: Any) -> None:
-            emit(Result(name, index, image, dets, ids, save_dir))
+            emit(Result(name, index, image, dets, ids, save_dir, folder))
 
         text = str(source) if isinstance(source, int) else source
         return predict_source(text, detector, save_dir=save_dir, append=append, track=track, stop=stop,

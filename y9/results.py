@@ -16,7 +16,7 @@ the one function the ``y9 predict`` files use (``frame_record``, ``coco_rows``, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ class Result:
     detections: Detections
     track_id: np.ndarray | None = None
     save_dir: Path | None = None
+    folder: Any = field(default=None, repr=False)  # the predict call's RunFolder (y9.save_target): save()'s default
 
     def __post_init__(self) -> None:
         img = self.orig_img
@@ -107,14 +108,22 @@ class Result:
         return out
 
     def save(self, filename: str | Path | None = None, **options: Any) -> Path:
-        """Write ``plot()`` to ``filename`` (default: ``<stem>.jpg`` in ``save_dir``, else in the current folder),
-        atomically; returns the path. ``options`` as ``plot``."""
+        """Write ``plot()`` to ``filename``, atomically; returns the path. ``options`` as ``plot``.
+
+        Without ``filename``: ``<stem>.jpg`` in ``save_dir``, else in the run folder of the ``predict`` call
+        (``runs/predict[N]``, made on the first save), never over a file y9 did not write (``<stem>_1.jpg`` ...:
+        ``y9.save_target``). Raises OutputError (one sentence) for a path that is the source image."""
+        from y9.save_target import RunFolder, default_target, refuse_source, remember
         from y9core.image_write import write_image
 
         if filename is None:
-            filename = Path(self.save_dir or ".") / f"{self.stem}.jpg"
-        path = Path(filename)
+            folder = self.save_dir or (self.folder or RunFolder()).path
+            path = default_target(Path(folder), self.stem, self.path)
+        else:
+            path = Path(filename)
+            refuse_source(path, self.path)
         write_image(path, self.plot(**options))
+        remember(path)
         return path
 
     # -- data --------------------------------------------------------------------------------------------

@@ -14,6 +14,12 @@ from y9core.letterbox import LetterboxInfo, scale_boxes
 from y9deploy.detections import Detections, Names, checked_names
 
 
+def clip_scores(scores: np.ndarray) -> np.ndarray:
+    """The runtime's own scores clipped to [0, 1] in place (a sigmoid in FP16, a fused graph or an accelerator's
+    rounding gives 1 + a few ulps); ``Detections`` still refuses such scores when a user builds them. Returns it."""
+    return np.clip(scores, 0.0, 1.0, out=scores)
+
+
 def to_detections(
     rows: np.ndarray, info: LetterboxInfo | None, names: Names = (), *, clip: bool = True
 ) -> Detections:
@@ -24,14 +30,15 @@ def to_detections(
         info: the frame's ``LetterboxInfo`` (from ``prepare``); None keeps input pixels.
         names: class names.
         clip: clip the boxes to the frame.
+    The scores are clipped to [0, 1] (``clip_scores``).
     """
     rows = np.asarray(rows, np.float32)
     if rows.ndim != 2 or rows.shape[1] != 6:
         raise ValueError(
             f"rows has shape {rows.shape}; expected (N, 6) rows of x1, y1, x2, y2, score, class."
         )
-    if info is not None:
-        rows = scale_boxes(rows, info, clip=clip)
+    rows = scale_boxes(rows, info, clip=clip) if info is not None else rows.copy()
+    clip_scores(rows[:, 4])
     return Detections.from_rows(rows, names)
 
 
@@ -83,7 +90,7 @@ def batch_to_detections(
     if clip:
         np.clip(xyxy[..., 0::2], 0, per_frame([i.in_hw[1] for i in infos]), out=xyxy[..., 0::2])
         np.clip(xyxy[..., 1::2], 0, per_frame([i.in_hw[0] for i in infos]), out=xyxy[..., 1::2])
-    conf = np.ascontiguousarray(block[..., 4])
+    conf = clip_scores(np.array(block[..., 4], np.float32, order="C"))
     cls = block[..., 5].astype(np.int64)
     return [
         Detections.unchecked(xyxy[i, : kept[i]], conf[i, : kept[i]], cls[i, : kept[i]], names)
