@@ -20,90 +20,25 @@ architectures and ``.pt`` checkpoints; ``.onnx`` and ``.engine`` files need only
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: the kinds of model a ``Model`` holds
-KINDS = ("architecture", "checkpoint", "onnx", "engine")
+from y9.model_source import KINDS, Facts, ModelSummary, hw, kind_of
+
+__all__ = ["KINDS", "Model", "ModelSummary"]
 
 
-@dataclass(frozen=True)
-class ModelSummary:
-    """What ``Model.info()`` returns.
+def _verbose(emit: Any) -> Any:
+    """``emit`` that first prints the result's line (``verbose=True``): source, size, counts, milliseconds."""
 
-    Attributes:
-        source: the file or model name given. kind: one of ``KINDS``.
-        architecture: the model name (gelan-s, yolov9-c, ...; "" when the file does not record it).
-        imgsz: (h, w) the model was trained at (checkpoints), or the file's fixed input (ONNX, engines).
-        names: class names, index = class id.
-        params, gflops: parameter count and GFLOPs at ``imgsz`` (architectures and checkpoints; None otherwise).
-    """
+    def say(result: Any) -> None:
+        h, w = result.orig_shape
+        ms = sum(result.speed.values())
+        print(f"{result.path}{'' if result.frame is None else f' frame {result.frame}'}: {h}x{w} "
+              f"{result.verbose()}{ms:.1f} ms")  # fmt: skip
+        emit(result)
 
-    source: str
-    kind: str
-    architecture: str
-    imgsz: tuple[int, int]
-    names: tuple[str, ...]
-    params: int | None = None
-    gflops: float | None = None
-
-    @property
-    def nc(self) -> int:
-        return len(self.names)
-
-    def __str__(self) -> str:
-        shown = ", ".join(self.names[:8]) + (f", ... ({self.nc} in all)" if self.nc > 8 else "")
-        size = "trained at" if self.kind == "checkpoint" else "input"
-        lines = [
-            f"{self.source} ({self.kind})",
-            f"  architecture  {self.architecture or '(not recorded)'}",
-            f"  image size    {self.imgsz[0]}x{self.imgsz[1]} ({size})",
-            f"  classes       {self.nc}: {shown}",
-        ]
-        if self.params is not None:
-            lines.append(f"  parameters    {self.params:,}")
-        if self.gflops is not None:
-            lines.append(f"  GFLOPs        {self.gflops:.1f} at {self.imgsz[0]}x{self.imgsz[1]}")
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """The facts every default comes from (one record; ``Model._facts`` reads it)."""
-
-    architecture: str
-    imgsz: tuple[int, int]
-    names: tuple[str, ...]
-
-
-def _kind_of(source: str | Path) -> str:
-    """One of ``KINDS`` for a model name or a file, checked at the boundary (one sentence when it is neither)."""
-    from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
-
-    path = Path(source)
-    suffix = path.suffix.lower()
-    kinds = {**dict.fromkeys(TORCH_SUFFIXES, "checkpoint"), **dict.fromkeys(ONNX_SUFFIXES, "onnx"),
-             **dict.fromkeys(ENGINE_SUFFIXES, "engine")}  # fmt: skip
-    if suffix in kinds:
-        if not path.is_file():
-            from y9deploy.model_file.official_weights import OFFICIAL
-
-            by_name = f" Official weights by name: {', '.join(OFFICIAL)}." if path.name == str(source) else ""
-            raise FileNotFoundError(
-                f"model file {path} does not exist.{by_name}" if not path.exists() else f"model path {path} is a "
-                "folder, not a model file."
-            )
-        return kinds[suffix]
-    from y9train.models.config import MODEL_NAMES, unknown_model_message
-
-    if str(source) in MODEL_NAMES or suffix in (".yaml", ".yml"):
-        return "architecture"
-    raise ValueError(unknown_model_message(str(source)) + " A file must end in .pt, .onnx or .engine.")
-
-
-def _hw(value: Any) -> tuple[int, int]:
-    return (int(value), int(value)) if isinstance(value, int) else (int(value[0]), int(value[1]))
+    return say
 
 
 class Model:
@@ -132,13 +67,15 @@ class Model:
         self._detector: Any = None
         self._detector_key: Any = None
         self._tracking: Any = None  # the tracks ``track(persist=True)`` keeps between calls
+        self._callbacks: dict[str, list[Any]] = {}  # the trainer's, by event (``add_callback``)
+        self._device: Any = None  # ``to(device)``: the device predict and val use unless given
         self._hold(source)
 
     def _hold(self, source: str | Path) -> None:
         """Hold ``source`` (checked); forget what was read from the previous model."""
-        self.kind = _kind_of(source)
+        self.kind = kind_of(source)
         self.source = source if self.kind == "architecture" else Path(source)
-        self._cached_facts: _Facts | None = None
+        self._cached_facts: Facts | None = None
         self._network: Any = None  # the torch model of an architecture or checkpoint, built on first need
 
     def __repr__(self) -> str:
@@ -162,7 +99,7 @@ class Model:
                 self._network = load_checkpoint(self.source)
         return self._network
 
-    def _facts(self) -> _Facts:
+    def _facts(self) -> Facts:
         """Trained image size, class names and architecture, read once from the model's own facts record
         (``y9deploy.read_facts``: the checkpoint's, the ONNX metadata's, the engine manifest's). The one place that
         reads them."""
@@ -176,13 +113,13 @@ class Model:
             from y9deploy.facts import read_facts
 
             facts = read_facts(self.source)
-        self._cached_facts = _Facts(facts.model, _hw(facts.imgsz), tuple(facts.names))
+        self._cached_facts = Facts(facts.model, hw(facts.imgsz), tuple(facts.names))
         return self._cached_facts
 
     @property
-    def names(self) -> list[str]:
-        """Class names, index = class id."""
-        return list(self._facts().names)
+    def names(self) -> dict[int, str]:
+        """Class names as ``{class id: name}``."""
+        return dict(enumerate(self._facts().names))
 
     @property
     def imgsz(self) -> tuple[int, int]:
@@ -196,6 +133,51 @@ class Model:
                 "first (Model.train) or open a checkpoint."
             )
         return Path(self.source)
+
+    @property
+    def device(self) -> str:
+        """Where ``predict`` runs: the Detector's device once one is open, else what ``to()`` set (or "auto")."""
+        if self._detector is not None:
+            return str(self._detector.device)
+        return "auto" if self._device is None else str(self._device)
+
+    def to(self, device: Any) -> Model:
+        """Run ``predict``, ``track`` and ``val`` on ``device`` ("cpu", 0, "cuda:0" ...) unless they are given one."""
+        from y9core.device_spec import parse_device
+
+        parse_device(str(device) if not isinstance(device, str) else device)  # one sentence for a bad name
+        self._device = device
+        self.close()
+        return self
+
+    def cpu(self) -> Model:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Model:
+        return self.to(f"cuda:{index}")
+
+    def fuse(self) -> Model:
+        """Nothing to do: y9 fuses Conv+BN and RepConvN whenever it runs or exports a model. Returns the Model."""
+        return self
+
+    def eval(self) -> Model:
+        return self
+
+    def add_callback(self, event: str, fn: Any) -> None:
+        """Call ``fn(trainer)`` at ``event`` of the next ``train`` (y9's events, ``y9train.hooks.EVENTS``, or YOLO
+        tools' names for them: ``on_train_epoch_end``, ``on_fit_epoch_end``, ``on_train_batch_end`` ...)."""
+        from y9.keywords import EVENTS
+
+        if event not in EVENTS:
+            raise ValueError(f"add_callback({event!r}): y9's trainer has the events {', '.join(sorted(EVENTS))}; "
+                             "expected one of them (validation and prediction have no callbacks).")  # fmt: skip
+        if not callable(fn):
+            raise TypeError(f"add_callback({event!r}, {fn!r}): expected a function of the trainer.")
+        self._callbacks.setdefault(EVENTS[event], []).append(fn)
+
+    def __call__(self, source: Any = None, stream: bool = False, **options: Any) -> Any:
+        """``predict`` (``model(source)`` as YOLO tools call it)."""
+        return self.predict(source, stream=stream, **options)
 
     # -------------------------------------------------------------------------------- actions
     def info(self) -> ModelSummary:
@@ -216,9 +198,20 @@ class Model:
         ``TrainResult``."""
         if self.kind in ("onnx", "engine"):
             raise ValueError(f"{self.source} is a deployed {self.kind} file; train from its .pt checkpoint.")
+        from y9.keywords import train_options
         from y9train.train import train
 
-        result = train(data=data, model=str(self.source), **options)
+        run, over = train_options(options, None if self.kind == "architecture" else str(self.source))
+        if over:
+            given = run.pop("overrides", None) or {}
+            if isinstance(given, (list, tuple)):
+                from y9train.hyp import parse_overrides
+
+                given = parse_overrides(list(given))
+            run["overrides"] = {**over, **dict(given)}
+        if self._callbacks:
+            run["callbacks"] = {e: [*fns, *(run.get("callbacks") or {}).get(e, [])] for e, fns in self._callbacks.items()}
+        result = train(data=data, model=str(self.source), **run)
         weights = result.best or result.last
         if weights is not None:
             self.close()
@@ -233,27 +226,23 @@ class Model:
         ``y9 val``'s). Returns ``y9core.val_result.ValResult``; a wrong option is one sentence (TypeError)."""
         from y9.val import validate
 
+        if self._device is not None:
+            options.setdefault("device", str(self._device))
         return validate(data, self._needs_weights("be validated"), **options)
 
     def export(self, path: str | Path | None = None, **options: Any) -> Path:
         """ONNX export of a checkpoint with ``y9 export``'s options (``y9deploy.export_onnx_report``: ``imgsz``,
         ``batch``, ``dynamic_batch``, ``half``, ``simplify``, ``end2end``, ``opset``, ``check`` (the parity check,
         default on), ``conf``/``iou``/``max_det`` (end2end) ...) at its trained size unless ``imgsz`` is given;
-        ``path`` defaults to the checkpoint's with ``.onnx``. Returns the ONNX path; a wrong option is one
-        sentence (TypeError)."""
-        from y9.options import check_options
-        from y9deploy.export.onnx_export import export_onnx_report
+        ``format`` 'onnx' or 'engine' (YOLO tools' ``dynamic``, ``nms``, ``workspace`` too: ``y9.model_export``);
+        ``path``'s suffix must be the format's; without ``path``: beside the checkpoint (the embedded model's, inside
+        the package: ``runs/export[N]``). Returns the file's path; a wrong option is one sentence (TypeError)."""
+        from y9.model_export import export_model
 
-        check_options("Model.export", options, export_onnx_report, drop=("source", "path"))
         source = self._needs_weights("be exported")
         if self.kind != "checkpoint":
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
-        if path is None:  # beside the checkpoint; here for official weights downloaded by name (not in the cache)
-            from y9deploy.model_file.official_weights import cache_dir
-
-            path = Path(source.name if source.parent == cache_dir() else source).with_suffix(".onnx")
-        target = Path(path)
-        return export_onnx_report(source, target, **options).path
+        return export_model(source, path, options)
 
     def predict(self, source: Any, stream: bool = False, save: bool = False, **options: Any) -> Any:
         """Detections of every image and frame of ``source``, as ``y9 predict`` reads it: an image, a folder, a glob,
@@ -294,12 +283,17 @@ class Model:
         return self._run("Model.track", source, stream, save, track, options)
 
     def _run(self, action: str, source: Any, stream: bool, save: bool, track: Any, options: dict[str, Any]) -> Any:
+        from y9.keywords import check_bool
         from y9.options import PredictOptions
         from y9.predict_run import frames_of, produce, stream_results
+        from y9.timed_detector import TimedDetector
 
+        save = check_bool(action, "save", save)
+        stream = check_bool(action, "stream", stream)
         opts = PredictOptions.from_kwargs(action, options)
         frames_of(source)  # a wrong kind of source: one sentence now, not in the worker
-        detector = self._detector_for(opts.device, opts.imgsz)
+        agnostic = {"agnostic": True} if opts.agnostic_nms else {}
+        detector = TimedDetector(self._detector_for(opts.device, opts.imgsz, opts.half), **agnostic)
         if track is not None and self._tracking is None:
             from y9deploy.tracking.source_tracking import SourceTracking
 
@@ -307,6 +301,8 @@ class Model:
         tracking = self._tracking if track is not None else None
 
         def run(emit: Any, stop: Any) -> Any:
+            if opts.verbose:
+                emit = _verbose(emit)
             return produce(detector, source, save=bool(save), track=track, options=opts, tracking=tracking,
                            emit=emit, stop=stop, on_warning=self._warn)  # fmt: skip
 
@@ -324,15 +320,16 @@ class Model:
 
         warnings.warn(message, stacklevel=3)
 
-    def _detector_for(self, device: Any, imgsz: Any) -> Any:
-        """The Detector ``predict`` keeps, made again when ``device`` or ``imgsz`` asks for another one."""
+    def _detector_for(self, device: Any, imgsz: Any, half: bool | None = None) -> Any:
+        """The Detector ``predict`` keeps, made again when ``device``, ``imgsz`` or ``half`` asks for another one."""
         path = self._needs_weights("predict")
-        key = (device, imgsz)
+        device = self._device if device is None else device
+        key = (device, imgsz, half)
         if self._detector is None or self._detector_key != key:
             from y9deploy.runtime.detector import Detector
 
             self.close()
-            self._detector = Detector(path, device=device, imgsz=imgsz)
+            self._detector = Detector(path, device=device, imgsz=imgsz, half=half)
             self._detector_key = key
         return self._detector
 

@@ -56,7 +56,9 @@ class PredictOptions:
     ``device``, ``imgsz`` (.pt checkpoints). Reading: ``batch``, ``vid_stride``, ``max_frames``, ``policy``
     ("latest" or "queue"). Tiling: ``tile`` (pixels), ``overlap``. With ``save=True``: ``project``, ``name``,
     ``exist_ok`` (the run folder, as ``y9 predict``), ``save_txt``, ``save_conf``, ``save_crop``, ``save_json``,
-    ``save_images`` (annotated copies; default on).
+    ``save_images`` (annotated copies; default on). YOLO tools' names: ``agnostic_nms``, ``half``, ``verbose`` (one
+    line per frame), ``line_width``, ``show_labels``, ``show_conf`` (the annotated copies),
+    ``stream_buffer`` (True: ``policy='queue'``, False: 'latest'). ``imgsz``: ``y9.imgsz_rule``.
     """
 
     conf: float | None = None
@@ -65,7 +67,7 @@ class PredictOptions:
     classes: Any = None
     class_conf: Mapping[Any, float] | None = None
     device: str | int | None = None
-    imgsz: int | None = None
+    imgsz: int | tuple[int, int] | None = None
     batch: int = 1
     vid_stride: int = 1
     max_frames: int | None = None
@@ -80,14 +82,34 @@ class PredictOptions:
     save_crop: bool = False
     save_json: bool = False
     save_images: bool = True
+    # YOLO tools' names (docs/from-ultralytics.md)
+    agnostic_nms: bool = False
+    half: bool | None = None
+    verbose: bool = False
+    line_width: int | None = None
+    show_labels: bool = True
+    show_conf: bool = True
+    stream_buffer: bool | None = None
 
     def __post_init__(self) -> None:
+        from y9.imgsz_rule import check_imgsz
+        from y9.keywords import check_bool
+
         _fraction("conf", self.conf)
         _fraction("iou", self.iou)
         _fraction("overlap", self.overlap)
         for name, low in (("max_det", 1), ("batch", 1), ("vid_stride", 1), ("max_frames", 1), ("tile", 32),
-                          ("imgsz", 32)):  # fmt: skip
+                          ("line_width", 1)):  # fmt: skip
             _at_least(name, getattr(self, name), low)
+        object.__setattr__(self, "imgsz", check_imgsz("predict", self.imgsz))
+        for name in ("exist_ok", "save_txt", "save_conf", "save_crop", "save_json", "save_images", "agnostic_nms",
+                     "verbose", "show_labels", "show_conf"):  # fmt: skip
+            check_bool("predict", name, getattr(self, name))
+        for name in ("half", "stream_buffer"):
+            if getattr(self, name) is not None:
+                check_bool("predict", name, getattr(self, name))
+        if self.stream_buffer is not None and self.policy is None:  # YOLO tools' name for the reading policy
+            object.__setattr__(self, "policy", "queue" if self.stream_buffer else "latest")
         if self.policy not in (None, "latest", "queue"):
             raise ValueError(f"policy={self.policy!r}; expected 'latest', 'queue' or None (by source).")
         if isinstance(self.classes, (str, int)):
@@ -96,11 +118,17 @@ class PredictOptions:
     @classmethod
     def from_kwargs(cls, action: str, options: Mapping[str, Any]) -> PredictOptions:
         """The options of a call (TypeError, one sentence, for a name that is not one)."""
+        from y9.keywords import lacking
+
         names = {f.name for f in fields(cls)}
         for name in options:
             if name not in names:
-                raise _unknown(action, name, names)
+                raise lacking(action, name, names)
         return cls(**options)
+
+    def draw(self) -> dict[str, Any]:
+        """``draw_detections``' options of the annotated copies (``line_width``, ``show_labels``, ``show_conf``)."""
+        return {"thickness": self.line_width, "show_labels": self.show_labels, "show_scores": self.show_conf}
 
     @property
     def saves_files(self) -> bool:
@@ -117,4 +145,4 @@ class PredictOptions:
         return dict(conf=self.conf, iou=self.iou, max_det=self.max_det, classes=self.classes,
                     class_conf=dict(self.class_conf) if self.class_conf else None, vid_stride=self.vid_stride,
                     save_images=self.save_images, batch=self.batch, tile=tile, policy=self.policy,
-                    max_frames=self.max_frames, save=save)  # fmt: skip
+                    max_frames=self.max_frames, save=save, draw=self.draw())  # fmt: skip

@@ -98,11 +98,11 @@ def _images(detector: Any, frames: list[np.ndarray], options: PredictOptions, tr
             chunk = frames[start : start + options.batch]
             for k, (frame, dets) in enumerate(zip(chunk, run(chunk)), start=start):
                 ids = tracking.step(dets, None, frame).track_id if tracking is not None else None
-                result = Result(f"image{k}", None, frame, dets, ids, save_dir, folder)
+                result = Result(f"image{k}", None, frame, dets, ids, save_dir, folder, _speed(detector))
                 if writer is not None:
                     writer.write(result.path, None, dets, track_id=ids)
                     if options.save_images:
-                        result.save()
+                        result.save(**options.draw())
                 emit(result)
     finally:
         if writer is not None:
@@ -110,6 +110,11 @@ def _images(detector: Any, frames: list[np.ndarray], options: PredictOptions, tr
             if writer.jsonl_path is not None and writer.frames:
                 build_final_json(writer.jsonl_path, writer.jsonl_path.with_name(JSON_NAME),
                                  model=str(getattr(detector, "path", "")), names=list(detector.names))  # fmt: skip
+
+
+def _speed(detector: Any) -> dict[str, float]:
+    """The last call's milliseconds per frame by stage (a ``y9.timed_detector.TimedDetector``; else none)."""
+    return dict(getattr(detector, "speed", None) or {})
 
 
 def produce(detector: Any, source: Any, *, save: bool, track: Any, options: PredictOptions, tracking: Any,
@@ -132,7 +137,7 @@ def produce(detector: Any, source: Any, *, save: bool, track: Any, options: Pred
         from y9deploy.pipelines.predict.run import predict_source
 
         def on_result(name: str, index: int | None, image: np.ndarray, dets: Any, ids: Any) -> None:
-            emit(Result(name, index, image, dets, ids, save_dir, folder))
+            emit(Result(name, index, image, dets, ids, save_dir, folder, _speed(detector)))
 
         text = str(source) if isinstance(source, int) else source
         return predict_source(text, detector, save_dir=save_dir, append=append, track=track, stop=stop,

@@ -46,6 +46,7 @@ class Result:
     track_id: np.ndarray | None = None
     save_dir: Path | None = None
     folder: Any = field(default=None, repr=False)  # the predict call's RunFolder (y9.save_target): save()'s default
+    speed: dict[str, float] = field(default_factory=dict, repr=False)  # ms per frame: preprocess, inference, postprocess
 
     def __post_init__(self) -> None:
         img = self.orig_img
@@ -70,8 +71,48 @@ class Result:
         return int(self.orig_img.shape[0]), int(self.orig_img.shape[1])
 
     @property
-    def names(self) -> list[str] | dict[int, str]:
-        return self.detections.names
+    def names(self) -> dict[int, str]:
+        """Class names as ``{class id: name}`` (``r.names[int(c)]``)."""
+        names = self.detections.names
+        return dict(names) if isinstance(names, dict) else dict(enumerate(names))
+
+    @property
+    def boxes(self) -> Any:
+        """``y9.boxes.Boxes``: ``xyxy``, ``xywh``, ``xyxyn``, ``xywhn``, ``conf``, ``cls``, ``id``, ``data``; rows by
+        index and iteration. The same numbers as ``detections`` and ``track_id``."""
+        from y9.boxes import Boxes
+
+        return Boxes.of(self.detections, self.track_id, self.orig_shape)
+
+    def cpu(self) -> Result:
+        """The result itself (its arrays are numpy on the host): for code written for torch tensors."""
+        return self
+
+    def numpy(self) -> Result:
+        return self
+
+    def verbose(self) -> str:
+        """The count per class, e.g. ``"2 persons, 1 bus, "`` (``"(no detections), "`` when none)."""
+        if not len(self):
+            return "(no detections), "
+        ids, counts = np.unique(self.detections.class_id, return_counts=True)
+        return "".join(f"{n} {self.detections.name_of(c)}{'s' * (n > 1)}, " for c, n in zip(ids.tolist(),
+                                                                                        counts.tolist()))
+
+    def summary(self, normalize: bool = False, decimals: int = 5) -> list[dict[str, Any]]:
+        """One dict per detection: ``name``, ``class``, ``confidence``, ``box`` {x1, y1, x2, y2} (over the frame's
+        size with ``normalize``), ``track_id`` when tracked."""
+        h, w = self.orig_shape
+        scale = np.array([w, h, w, h], np.float64) if normalize else np.ones(4)
+        rows = []
+        for i, (box, conf, cls) in enumerate(self.detections):
+            x1, y1, x2, y2 = (np.asarray(box, np.float64) / scale).round(decimals).tolist()
+            row = {"name": self.detections.name_of(cls), "class": cls, "confidence": round(conf, decimals),
+                   "box": {"x1": x1, "y1": y1, "x2": x2, "y2": y2}}  # fmt: skip
+            if self.track_id is not None:
+                row["track_id"] = int(self.track_id[i])
+            rows.append(row)
+        return rows
 
     def __len__(self) -> int:
         return len(self.detections)
@@ -92,8 +133,14 @@ class Result:
     def plot(self, **options: Any) -> np.ndarray:
         """An annotated COPY of ``orig_img``: boxes and "name score" labels (``#id`` first when tracked), one fixed
         colour per class (``y9deploy.draw.draw_detections``; ``options`` as there: ``thickness``, ``font_scale``,
-        ``show_labels``, ``show_scores``)."""
+        ``show_labels``, ``show_scores``, or by YOLO tools' names: ``line_width``, ``font_size``, ``labels``,
+        ``conf``, ``boxes``; ``y9.plot_options``)."""
+        from y9.plot_options import draw_options
         from y9deploy.draw import draw_detections
+
+        options = draw_options(options)
+        if options.pop("boxes", True) is False:
+            return self.orig_img.copy()
 
         if self.track_id is None:
             return draw_detections(self.orig_img, self.detections, **options)

@@ -34,20 +34,52 @@ def val_model(data, model: str | Path, **kwargs):
     return _validator(model)(data, model, **kwargs)
 
 
+def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]:
+    """YOLO tools' val keywords in y9's terms: ``imgsz`` by ``y9.imgsz_rule`` (one square size), ``half`` (a
+    checkpoint's autocast: ``amp`` 'fp16' / 'off'; a deployed file's precision is its own), ``plots`` and
+    ``verbose`` (the report files are always written; y9's validation prints nothing), ``batch`` / ``workers`` /
+    ``max_det`` whole numbers."""
+    from y9.imgsz_rule import check_imgsz
+    from y9.keywords import check_bool, check_int
+    from y9deploy.runtime.loading import TORCH_SUFFIXES
+
+    options = dict(options)
+    for name in ("plots", "verbose"):
+        if name in options:
+            check_bool("Model.val", name, options.pop(name))
+    if "imgsz" in options:
+        options["imgsz"] = check_imgsz("Model.val", options["imgsz"], square=True)
+    for name, low in (("batch", 1), ("workers", 0), ("max_det", 1)):
+        if name in options:
+            options[name] = check_int("Model.val", name, options[name], low)
+    if "half" in options:
+        half = check_bool("Model.val", "half", options.pop("half"))
+        if Path(model).suffix.lower() in TORCH_SUFFIXES:
+            options.setdefault("amp", "fp16" if half else "off")
+        elif half:
+            raise TypeError(f"Model.val(half=True): {model} runs at the precision it was exported or built with; "
+                            "expected an FP16 export (y9 export --half) for FP16.")  # fmt: skip
+    return options
+
+
 def validate(data, model: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False,
              project: str | Path | None = None, name: str | None = None, exist_ok: bool = False,
              **options: Any) -> Any:  # fmt: skip
     """``Model.val``: ``options`` checked against the validator's own (TypeError, one sentence), ``val_model``, and
     the report files in ``save_dir`` or in the run folder ``project``/``name`` (``y9core.run_dir``, as ``y9 val``:
-    ``runs/val``, ``runs/val2`` ... for ``project`` alone). Returns the ``ValResult``."""
+    ``runs/val``, ``runs/val2`` ... for ``project`` alone, and with none of them). Returns the ``ValResult``, its
+    ``save_dir`` the report's folder."""
     from y9.options import check_options
 
+    options = _yolo_keywords(model, options)
     check_options("Model.val", options, _validator(model), drop=("data", "model"),
                   extra=("save_dir", "save_json", "project", "name", "exist_ok"))  # fmt: skip
     if save_dir is not None and (project is not None or name is not None):
         raise TypeError("Model.val() got save_dir and project/name; expected one way to name the report's folder.")
     run = None
-    if project is not None or name is not None:
+    if save_dir is None and project is None and name is None:
+        project = "runs"  # as y9 val: the report files go to a new runs/val[N]
+    if save_dir is None:
         from y9core.run_dir import resolve_output_dir
 
         parent = Path(project) if project is not None else Path("runs")
@@ -66,4 +98,5 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
         about = {"model": str(model), "data": str(data), "split": options.get("split", "val"),
                  "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
         write_val_report(result, save_dir, save_json=save_json, about=about)
+        result.save_dir = Path(save_dir)
     return result

@@ -19,9 +19,11 @@ def _kept(output: Path, before: int | None) -> str:
 
 def default_output(source: Path) -> Path:
     """``best.pt`` -> ``best.onnx``; ``model.onnx`` (converted to FP16) -> ``model-fp16.onnx``."""
+    from y9deploy.export.target import default_export_path
+
     if source.suffix.lower() == ".onnx":
         return source.with_name(f"{source.stem}-fp16.onnx")
-    return source.with_suffix(".onnx")
+    return default_export_path(source)  # beside it; the embedded model's: runs/export[N]
 
 
 def register(app: typer.Typer) -> None:
@@ -83,7 +85,10 @@ def register(app: typer.Typer) -> None:
         from y9deploy.export.onnx_export import export_onnx_report
         from y9deploy.model_file.official_weights import weights_path
 
+        from y9deploy.export.target import check_suffix
+
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
+        check_suffix(output, "onnx")  # an ONNX under another name (e2.pt, x.txt) is refused
         source = weights_path(source)  # official weights by name: downloaded once
         with claim_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file"):
             before = output.stat().st_mtime_ns if output.exists() else None

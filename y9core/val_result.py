@@ -4,6 +4,7 @@ deployed files (ONNX models, engines): numpy only."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,26 @@ class ValResult:
     ground_truth: list[np.ndarray] = field(default_factory=list, repr=False)
     image_files: list[str] = field(default_factory=list, repr=False)
     imgsz: tuple[int, int] | None = None
+    save_dir: Path | None = None  # where the report files were written (``y9.Model.val``, ``y9 val``)
+
+    @property
+    def box(self) -> Any:
+        """``y9core.box_metrics.BoxMetrics``: ``map``, ``map50``, ``map75``, ``maps``, ``mp``, ``mr``."""
+        from y9core.box_metrics import BoxMetrics
+
+        return BoxMetrics.of(self.metrics, self.per_class)
+
+    @property
+    def results_dict(self) -> dict[str, float]:
+        """The figures under YOLO tools' keys (``metrics/mAP50-95(B)`` ...; ``y9core.box_metrics``)."""
+        from y9core.box_metrics import results_dict
+
+        return results_dict(self.metrics)
+
+    @property
+    def speed(self) -> dict[str, float]:
+        """Milliseconds per image: ``inference`` (inference + post-processing, as measured)."""
+        return {"inference": self.ms_per_image}
 
     @classmethod
     def from_evaluation(

@@ -4,6 +4,7 @@ own facts (the size it was trained at, its class names)."""
 from __future__ import annotations
 
 from functools import wraps
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -99,12 +100,14 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     monkeypatch.setattr(train_module, "train", lambda **kw: seen.setdefault("train", kw) and None)
     h, w = _recorded_imgsz(embedded_pt)
     model = y9.Model(embedded_pt)
-    model.val(TEST_DATA / "coco8.yaml", batch=4)
-    assert seen["val"] == {"batch": 4}  # the size is the library's rule (the trained size: the test below)
     import y9core.val_report as report_module
 
     monkeypatch.setattr(report_module, "write_val_report", lambda res, folder, **kw: seen.setdefault("report", {
         **kw, "folder": folder}))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    model.val(TEST_DATA / "coco8.yaml", batch=4)
+    assert seen["val"] == {"batch": 4}  # the size is the library's rule (the trained size: the test below)
+    assert seen.pop("report")["folder"] == Path("runs") / "val"  # y9 val's report, in its run folder
     model.val(TEST_DATA / "coco8.yaml", save_dir="out", save_json=True)
     assert seen["report"]["folder"] == "out" and seen["report"]["save_json"] is True
     assert seen["report"]["about"]["imgsz"] == [h, w]  # the size it ran at, recorded in metrics.json

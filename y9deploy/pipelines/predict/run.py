@@ -192,6 +192,7 @@ def predict_source(
     on_frame: Callable[[str, int], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
     on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None,
+    draw: dict[str, Any] | None = None,
 ) -> PredictSummary:
     """Detect objects in every image and video frame of ``source`` (module docstring).
 
@@ -223,6 +224,8 @@ def predict_source(
         on_frame: called after each frame with (source name, detections in it). on_warning: skip/reconnect messages.
         on_result: called after each frame with (source name, frame index or None, the frame, its Detections, its
             track ids or None), once the frame's files are written (``y9.Model.predict`` makes its results of it).
+        draw: ``draw_detections``' options (``thickness``, ``show_labels``, ``show_scores`` ...) for the annotated
+            copies.
     Raises:
         FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
         SourceError: a stream or camera (the only source) cannot be opened; the only image or video cannot be read
@@ -298,6 +301,7 @@ def predict_source(
         inputs |= {Path(str(v)).resolve() for v in videos if not is_url(v) and not is_live(v)}
         session = PredictSession(run, writer, summary, out_dir if save_images else None, inputs, stop, int(batch),
                            skip_warn, on_frame, track, files, on_result, last_done)  # fmt: skip
+        session.draw = dict(draw or {})
         reading = dict(
             policy=policy, reconnect=reconnect, stride=vid_stride, max_frames=max_frames, on_event=warn
         )

@@ -71,6 +71,7 @@ class PredictSession:
     on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None
     last_done: dict[str, int] = field(default_factory=dict)  # video -> last frame a resumed run had done
     used: set[str] = field(default_factory=set)
+    draw: dict[str, Any] = field(default_factory=dict)  # draw_detections' options for the annotated copies
 
     def record(self, name: str, index: int | None, dets: Any, **kw: Any) -> None:
         self.writer.write(name, index, dets, **kw)
@@ -114,7 +115,7 @@ class PredictSession:
                 if self.out_dir is not None:
                     name = _url_file_name(path) if is_url(path) else Path(path).name
                     out = _unique(self.out_dir, name, self.used, self.inputs)
-                    write_image(out, draw_detections(frame, dets))  # an OSError names the file and stops
+                    write_image(out, draw_detections(frame, dets, **self.draw))  # an OSError names the file and stops
                     self.summary.outputs.append(out)
                 if self.on_result is not None:
                     self.on_result(str(path), None, frame, dets, None)
@@ -175,7 +176,7 @@ class PredictSession:
                             if not writer.isOpened():
                                 raise OSError(f"cannot write the annotated video {out}: OpenCV's video writer could "
                                               "not open it (an unwritable folder, a full disk, or no mp4v encoder).")
-                        writer.write(image if image is not None else draw_detections(f.image, dets))
+                        writer.write(image if image is not None else draw_detections(f.image, dets, **self.draw))
                         written += 1
                     if self.on_result is not None:
                         self.on_result(str(video), f.index, f.image, dets, extra.get("track_id"))

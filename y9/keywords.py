@@ -1,0 +1,134 @@
+"""YOLO tools' keywords, read once for ``y9.Model``: what each means in y9 (``train_options``, the callbacks'
+events), and the sentence for one that y9 lacks (``lacking``: the reason, then the names y9 accepts).
+
+The predict / track keywords are ``y9.options.PredictOptions``' fields (YOLO tools' names among them); val's are the
+validator's plus those ``y9.val.validate`` maps; export's are ``y9.export_options``'.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: keywords of YOLO tools that y9 does not have, with the reason (or the y9 way) in a few words
+LACKS = {
+    "show": "y9 opens no windows; cv2.imshow(name, r.plot()) shows a result",
+    "augment": "y9 has no test-time augmentation",
+    "visualize": "y9 does not draw feature maps",
+    "retina_masks": "y9 detects boxes, not masks",
+    "embed": "y9 returns no feature embeddings",
+    "save_frames": "y9 writes annotated videos; r.save() writes one frame",
+    "rect": "y9 letterboxes every image to the model's size",
+    "dnn": "y9 runs ONNX models through ONNX Runtime",
+    "fraction": "y9 trains on the whole split; a data.yaml naming a smaller list trains on part",
+    "time": "y9 trains for epochs; stop early with patience or a callback raising y9train.hooks.StopTraining",
+    "save_period": "y9 keeps last.pt and best.pt",
+    "freeze": "y9 trains every layer",
+    "single_cls": "y9 trains the classes of the data.yaml; a data.yaml with one class trains one",
+    "dropout": "y9's detection networks have no dropout",
+    "pretrained": "start from a checkpoint: y9.Model('best.pt').train(...)",
+    "overlap_mask": "y9 detects boxes, not masks",
+    "mask_ratio": "y9 detects boxes, not masks",
+    "pose": "y9 detects boxes, not keypoints",
+    "kobj": "y9 detects boxes, not keypoints",
+    "profile": "y9 times every run (timing.json); TrainConfig.profile times each step's phases",
+    "keras": "y9 exports ONNX and TensorRT engines",
+    "optimize": "y9 exports ONNX and TensorRT engines",
+    "task": "y9 detects boxes",
+    "mode": "call predict, track, val, export or train",
+}
+
+#: YOLO tools' optimizer names -> y9's
+OPTIMIZERS = {"sgd": "sgd", "adamw": "adamw", "auto": "auto"}
+
+#: YOLO tools' callback events -> y9's trainer events (``y9train.hooks.EVENTS``)
+EVENTS = {"on_pretrain_routine_start": "on_pretrain_routine_start", "on_train_start": "on_train_start",
+          "on_train_epoch_start": "on_epoch_start", "on_train_epoch_end": "on_epoch_end",
+          "on_fit_epoch_end": "on_epoch_end", "on_train_batch_end": "on_step_end",
+          "on_before_optimizer_step": "on_before_optimizer_step", "on_train_end": "on_train_end",
+          "on_epoch_start": "on_epoch_start", "on_epoch_end": "on_epoch_end", "on_step_end": "on_step_end"}  # fmt: skip
+
+
+def lacking(action: str, name: str, allowed: Iterable[str]) -> TypeError:
+    """The sentence for a keyword ``action`` does not take: the reason when y9 lacks it, a close name otherwise,
+    and the names it takes."""
+    allowed = sorted(set(allowed))
+    if name in LACKS:
+        return TypeError(f"{action}() has no option {name!r}: {LACKS[name]}. It takes: {', '.join(allowed)}.")
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return TypeError(f"{action}() has no option {name!r}{hint}; expected one of: {', '.join(allowed)}.")
+
+
+def check_bool(action: str, name: str, value: Any) -> bool:
+    """``value`` when it is True or False (numpy's too); else one sentence (``save='no'`` is not a yes)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise TypeError(f"{action}({name}={value!r}); expected True or False.")
+
+
+def check_int(action: str, name: str, value: Any, low: int = 1) -> int:
+    """``value`` when it is a whole number >= ``low`` (an integral float too); else one sentence."""
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or int(value) < low:
+        raise TypeError(f"{action}({name}={value!r}); expected a whole number of at least {low}.")
+    return int(value)
+
+
+def _train_fields() -> tuple[set[str], set[str]]:
+    import dataclasses
+
+    from y9train.hyp import Hyp, TrainConfig
+
+    return {f.name for f in dataclasses.fields(TrainConfig)} - {"hyp"}, {f.name for f in dataclasses.fields(Hyp)}
+
+
+def train_options(options: Mapping[str, Any], checkpoint: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``Model.train``'s keywords -> (``y9train.train.train``'s options, hyperparameter overrides).
+
+    YOLO tools' names: the hyperparameters (``lr0``, ``momentum``, ``optimizer`` ('SGD', 'AdamW', 'auto'),
+    ``patience``, ``mosaic``, ``hsv_h`` ...) become overrides; ``cos_lr=True`` is ``schedule='cosine'``;
+    ``cache=True`` is 'ram'; ``amp`` True / False is 'auto' / 'off'; ``resume=True`` resumes ``checkpoint``.
+    A keyword y9 lacks, or a value of the wrong type, is one sentence."""
+    action = "Model.train"
+    config, hyp = _train_fields()
+    run: dict[str, Any] = {}
+    over: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in ("batch", "epochs", "workers", "seed"):
+            value = check_int(action, name, value, low=0 if name in ("workers", "seed") else 1)
+        elif name in ("exist_ok", "deterministic", "plots", "val", "save", "verbose", "cos_lr", "multi_scale"):
+            value = check_bool(action, name, value)
+        if name == "imgsz":
+            from y9.imgsz_rule import check_imgsz
+
+            run[name] = check_imgsz(action, value, square=True)
+        elif name == "optimizer":
+            key = str(value).lower()
+            if key not in OPTIMIZERS:
+                raise ValueError(f"{action}(optimizer={value!r}); y9 has {', '.join(OPTIMIZERS)} (SGD is Nesterov "
+                                 "SGD; auto picks by the schedule's length).")  # fmt: skip
+            over["optimizer"] = OPTIMIZERS[key]
+        elif name == "cos_lr":
+            if value:
+                over["schedule"] = "cosine"
+        elif name == "cache":
+            run[name] = {True: "ram", False: None}.get(value, value) if isinstance(value, bool) else value
+        elif name == "amp":
+            run[name] = ("auto" if value else "off") if isinstance(value, bool) else value
+        elif name == "resume":
+            if value is True:
+                if checkpoint is None:
+                    raise ValueError(f"{action}(resume=True) needs a checkpoint: y9.Model('runs/train/exp/weights/"
+                                     "last.pt').train(resume=True).")  # fmt: skip
+                run[name] = checkpoint
+            elif value not in (False, None):
+                run[name] = value
+        elif name in hyp:
+            over[name] = value
+        elif name in config or name in ("overrides", "hyp_file", "hooks", "callbacks"):
+            run[name] = value
+        else:
+            raise lacking(action, name, config | hyp | {"cos_lr", "resume", "overrides", "hyp_file"})
+    return run, over

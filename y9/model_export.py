@@ -1,0 +1,78 @@
+"""``Model.export``: the keywords (y9's and YOLO tools' names), the format and the output path decided once, then
+``y9deploy.export_onnx_report`` (and ``build_engine`` for ``format='engine'``)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+#: YOLO tools' export keyword -> y9's
+ALIASES = {"dynamic": "dynamic_batch", "nms": "end2end"}
+ENGINE_ONLY = ("workspace",)  # build_engine's workspace_gb (GB), format='engine'
+BOOLS = ("dynamic_batch", "half", "simplify", "end2end", "check")
+INT8 = ("int8", "data")  # INT8 calibration (issue 55): passed on where the exporter takes them
+
+
+def _exporter() -> Any:
+    from y9deploy.export.onnx_export import export_onnx_report
+
+    return export_onnx_report
+
+
+def accepted() -> set[str]:
+    """The keywords ``Model.export`` takes."""
+    params = inspect.signature(_exporter()).parameters.values()
+    own = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"source", "path"}
+    return own | set(ALIASES) | set(ENGINE_ONLY) | set(INT8) | {"format"}
+
+
+def export_options(options: dict[str, Any], fmt: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` -> (the ONNX exporter's keywords, ``build_engine``'s); one sentence for a keyword y9 lacks or a
+    value of the wrong type."""
+    from y9.imgsz_rule import check_imgsz
+    from y9.keywords import check_bool, check_int, lacking
+
+    action = "Model.export"
+    known = accepted()
+    takes = set(inspect.signature(_exporter()).parameters)
+    onnx: dict[str, Any] = {}
+    engine: dict[str, Any] = {}
+    for name, value in options.items():
+        if name not in known:
+            raise lacking(action, name, known)
+        key = ALIASES.get(name, name)
+        if key in BOOLS:
+            value = check_bool(action, name, value)
+        elif key in ("opset", "batch", "max_det"):
+            value = check_int(action, name, value, low=7 if key == "opset" else 1)
+        elif key == "imgsz":
+            value = check_imgsz(action, value)
+        if key in ENGINE_ONLY:
+            if fmt != "engine":
+                raise TypeError(f"{action}(workspace={value!r}) sizes a TensorRT build; expected format='engine'.")
+            engine["workspace_gb"] = float(value)
+        elif key in INT8 and key not in takes:
+            raise TypeError(f"{action}({name}=...): INT8 export is not in this y9; expected an FP32 or FP16 (half=True) "
+                            "export.")  # fmt: skip
+        else:
+            onnx[key] = value
+    return onnx, engine
+
+
+def export_model(source: Path, path: str | Path | None, options: dict[str, Any]) -> Path:
+    """Export the checkpoint ``source`` to ``path`` (None: ``y9deploy.export.target.default_export_path``) in the
+    format ``options['format']`` names (default: by ``path``'s suffix, else ONNX); the suffix must be the format's."""
+    from y9deploy.export.target import check_suffix, default_export_path, export_format
+
+    options = dict(options)
+    fmt = export_format(options.pop("format", None), path)
+    onnx_opts, engine_opts = export_options(options, fmt)
+    target = check_suffix(path, fmt) if path is not None else default_export_path(source, fmt)
+    onnx_path = target if fmt == "onnx" else target.with_suffix(".onnx")
+    out = _exporter()(source, onnx_path, **onnx_opts).path
+    if fmt == "onnx":
+        return Path(out)
+    from y9deploy.engine.builder import build_engine
+
+    return Path(build_engine(out, target, **engine_opts))
