@@ -141,7 +141,11 @@ class PredictSession:
         if self.track is not None:
             from y9deploy.tracking.source_tracking import SourceTracking, frame_time
 
-            tracking = SourceTracking(self.track, fps=reader.fps)
+            try:
+                tracking = SourceTracking(self.track, fps=reader.fps)
+            except BaseException:  # no tracker (scipy missing ...): the reader thread stops before the error leaves
+                reader.stop()
+                raise
         try:
             while not self.stop.is_set():
                 frames = self._next_frames(reader)
