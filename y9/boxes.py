@@ -36,6 +36,19 @@ class BoxArray(np.ndarray):
     def clone(self) -> BoxArray:
         return self.copy()
 
+    def int(self) -> BoxArray:
+        """Whole numbers (torch's ``.int()``: ``boxes.id.int().tolist()``)."""
+        return self.astype(np.int64)
+
+    def long(self) -> BoxArray:
+        return self.astype(np.int64)
+
+    def float(self) -> BoxArray:
+        return self.astype(np.float32)
+
+    def detach(self) -> BoxArray:
+        return self
+
     def __int__(self) -> int:
         return int(self.view(np.ndarray).reshape(-1)[0]) if self.size == 1 else int(self.view(np.ndarray))
 

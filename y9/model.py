@@ -275,6 +275,8 @@ class Model:
         from y9deploy.tracking.source_tracking import TrackOptions
 
         kinds = [k.value for k in TrackerKind]
+        if str(tracker).endswith((".yaml", ".yml")) and Path(str(tracker)).stem in kinds and not Path(tracker).is_file():
+            tracker = Path(str(tracker)).stem  # YOLO tools' tracker configs by name: bytetrack.yaml, botsort.yaml
         if str(tracker) not in kinds:
             raise ValueError(f"tracker={tracker!r}; expected one of {', '.join(kinds)}.")
         track = TrackOptions(str(tracker))

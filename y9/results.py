@@ -84,6 +84,30 @@ class Result:
 
         return Boxes.of(self.detections, self.track_id, self.orig_shape)
 
+    #: what YOLO tools' results hold for other tasks: a detection result has none
+    masks = keypoints = probs = obb = None
+
+    def show(self, *args: Any, **kwargs: Any) -> None:
+        """Refused: y9 opens no windows."""
+        raise TypeError("Result.show(): y9 opens no windows; cv2.imshow('y9', r.plot()) then cv2.waitKey(0) shows "
+                        "the annotated frame, r.save() writes it.")  # fmt: skip
+
+    def save_txt(self, txt_file: str | Path, save_conf: bool = False) -> Path:
+        """Append one line per detection, ``class cx cy w h`` over the frame's size (`` conf`` with ``save_conf``),
+        to ``txt_file`` (the YOLO label format); refused when it is the source."""
+        from y9.save_target import refuse_source
+
+        path = Path(txt_file)
+        refuse_source(path, self.path)
+        rows = self.boxes
+        lines = []
+        for cls, xywhn, conf in zip(rows.cls.tolist(), rows.xywhn.tolist(), rows.conf.tolist()):
+            vals = [f"{int(cls)}", *(f"{v:.6g}" for v in xywhn)] + ([f"{conf:.6g}"] if save_conf else [])
+            lines.append(" ".join(vals) + "\n")
+        with open(path, "a", encoding="utf-8") as f:
+            f.writelines(lines)
+        return path
+
     def cpu(self) -> Result:
         """The result itself (its arrays are numpy on the host): for code written for torch tensors."""
         return self

@@ -6,7 +6,8 @@ becomes its ``--no-...`` form), and a few keys that name the command's main argu
 ``model=`` for export, whose checkpoint is an argument). ``y9cli.app.main`` applies it to train, val, predict and
 export before the command line is parsed; the options themselves stay the one definition.
 
-Other ``key=value`` arguments are left to the command: ``y9 train`` takes hyperparameters that way (``lr0=0.02``);
+Other ``key=value`` arguments are left to the command: ``y9 train`` takes hyperparameters that way (``lr0=0.02``, or
+as YOLO users write them, ``--lr0 0.02``);
 for the other commands an unknown key is one sentence with a did-you-mean.
 """
 
@@ -42,7 +43,8 @@ def as_options(group, args: list[str]) -> list[str]:
     takes_value = {o for p in command.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
                    for o in p.opts}  # fmt: skip
     out, moved = list(args[: at + 1]), []
-    for arg in args[at + 1 :]:
+    rest = _override_options(args[at + 1 :], options) if takes_key_values else args[at + 1 :]
+    for arg in rest:
         match = _KEY_VALUE.match(arg)
         value_of_option = out[-1] in takes_value and len(out) > at + 1  # e.g. --class-conf person=0.5
         if match is None or value_of_option or Path(arg).exists():  # a file whose name holds '=' stays a file
@@ -62,6 +64,27 @@ def as_options(group, args: list[str]) -> list[str]:
                 f"key=value with an option's name, e.g. imgsz=640 (see 'y9 {name} --help')."
             )
     return out + moved
+
+
+def _override_options(args: list[str], options: dict) -> list[str]:
+    """``--lr0 0.01`` / ``--lr0=0.01`` / ``--cos-lr`` (no option of the command) -> ``lr0=0.01`` / ``cos_lr=true``:
+    ``y9 train``'s overrides written as options, as YOLO users type them; the trainer checks the keys."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        key = arg[2:].split("=", 1)[0].replace("-", "_") if arg.startswith("--") and len(arg) > 2 else None
+        if key is None or key in options or key.startswith("no_") and key[3:] in options:
+            out.append(arg)
+        elif "=" in arg:
+            out.append(f"{key}={arg.split('=', 1)[1]}")
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            out.append(f"{key}={args[i + 1]}")
+            i += 1
+        else:
+            out.append(f"{key}=true")
+        i += 1
+    return out
 
 
 def _option_tokens(param, key: str, value: str, command: str) -> list[str]:
