@@ -45,7 +45,7 @@ def check_imgsz(action: str, value: Any, *, square: bool = False) -> int | tuple
         return rounded[0]
     if square:
         if rounded[0] != rounded[1]:
-            raise ValueError(f"{action}(imgsz={value!r}); training takes one square size, e.g. "
+            raise ValueError(f"{action}(imgsz={value!r}) takes one square size, e.g. "
                              f"imgsz={max(rounded)}.")  # fmt: skip
         return rounded[0]
     return rounded[0], rounded[1]

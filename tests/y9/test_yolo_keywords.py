@@ -1,0 +1,165 @@
+"""``y9.Model`` as a YOLO user calls it (issue 52 items 3-6, issue 57 items 5-6): the model object, ``r.boxes`` on the
+same numbers as ``r.detections``, YOLO tools' keywords (taken, or refused in one sentence with the reason), one
+imgsz rule, export formats and suffixes (API and CLI), and arguments of the wrong type."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import y9
+from tests.conftest import TEST_DATA
+
+IMAGE = str(TEST_DATA / "000000000036.jpg")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return y9.Model()
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "best.pt"
+    shutil.copy(y9.default_model_path(), path)
+    return path
+
+
+def test_the_model_object(model, tmp_path):
+    assert model.fuse() is model and model.to("cpu") is model and model.device == "cpu"
+    names = model.names
+    assert isinstance(names, dict) and names[0] == "person" and len(names) == 80
+    called, predicted = model(IMAGE)[0], model.predict(IMAGE)[0]
+    np.testing.assert_array_equal(called.detections.xyxy, predicted.detections.xyxy)
+    assert model.device == "cpu"
+    with pytest.raises(ValueError, match="y9's trainer has the events"):
+        model.add_callback("on_val_end", print)
+    model.add_callback("on_fit_epoch_end", print)
+    with pytest.raises(FileNotFoundError, match=r"model config .*yolov9t.yaml does not exist"):
+        y9.Model(str(tmp_path / "yolov9t.yaml"))
+
+
+def test_boxes_read_the_detections(model):
+    import cv2
+
+    r = model.track(cv2.imread(IMAGE))[0]
+    b, d = r.boxes, r.detections
+    assert len(b) == len(d) > 0 and r.names == dict(enumerate(d.names))
+    np.testing.assert_array_equal(b.xyxy, d.xyxy)
+    np.testing.assert_array_equal(b.conf.cpu().numpy(), d.confidence)
+    np.testing.assert_array_equal(b.cls, d.class_id.astype(np.float32))
+    np.testing.assert_array_equal(b.id.int().tolist(), r.track_id.tolist())
+    h, w = r.orig_shape
+    x1, y1, x2, y2 = d.xyxy.T
+    np.testing.assert_allclose(b.xywh, np.stack([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1), rtol=1e-6)
+    np.testing.assert_allclose(b.xyxyn, d.xyxy / [w, h, w, h], rtol=1e-6)
+    np.testing.assert_allclose(b.data[:, [0, 1, 2, 3, 5, 6]], np.c_[d.xyxy, d.confidence, d.class_id], rtol=1e-6)
+    rows = [(box.xyxy[0].tolist(), int(box.cls), float(box.conf)) for box in b]
+    assert rows == [(d.xyxy[i].tolist(), int(d.class_id[i]), float(d.confidence[i])) for i in range(len(d))]
+    assert len(b[1:3]) == min(2, len(b) - 1) and len(b[d.confidence > 0.5]) == int((d.confidence > 0.5).sum())
+    assert r.speed and set(r.speed) == {"preprocess", "inference", "postprocess"}
+
+
+def test_one_imgsz_rule():
+    from y9.imgsz_rule import ImageSizeWarning, check_imgsz
+
+    assert check_imgsz("predict", 640) == 640 and check_imgsz("predict", (480, 640)) == (480, 640)
+    with pytest.warns(ImageSizeWarning, match="500 is not a multiple of the stride 32; using 512"):
+        assert check_imgsz("predict", 500) == 512
+    with pytest.warns(ImageSizeWarning):
+        assert check_imgsz("Model.val", [500, 500], square=True) == 512
+    with pytest.raises(TypeError, match=r"imgsz='big'\); expected a whole number of pixels"):
+        check_imgsz("Model.train", "big")
+    with pytest.raises(ValueError, match="takes one square size"):
+        check_imgsz("Model.val", (480, 640), square=True)
+
+
+def test_predict_rounds_imgsz_up_with_a_warning(model):
+    from y9.imgsz_rule import ImageSizeWarning
+
+    with pytest.warns(ImageSizeWarning, match="using 320"):
+        r = model.predict(IMAGE, imgsz=300)[0]
+    assert model._detector.imgsz == (320, 320) and len(r.boxes) >= 0
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda m, c: m.predict(IMAGE, save="no"), r"save='no'\); expected True or False"),
+    (lambda m, c: m.predict(IMAGE, imgsz="big"), r"imgsz='big'\); expected a whole number"),
+    (lambda m, c: y9.Model(c).export(opset="new"), r"opset='new'\); expected a whole number"),
+    (lambda m, c: y9.Model(c).train(data="data.yaml", batch=2.5), r"batch=2.5\); expected a whole number"),
+    (lambda m, c: y9.Model(c).val(data="data.yaml", imgsz="big"), r"imgsz='big'\); expected a whole number"),
+    (lambda m, c: m.predict(IMAGE, show=True), "has no option 'show': y9 opens no windows"),
+    (lambda m, c: y9.Model(c).train(data="data.yaml", fraction=0.5), "has no option 'fraction': y9 trains on"),
+    (lambda m, c: y9.Model(c).train(data="data.yaml", optimizer="Adam"), "y9 has sgd, adamw, auto"),
+])  # fmt: skip
+def test_wrong_keywords_and_types_are_one_sentence(model, checkpoint, call, match):
+    with pytest.raises((TypeError, ValueError), match=match) as info:
+        call(model, checkpoint)
+    assert "\n" not in str(info.value)
+
+
+def test_train_takes_yolo_keywords_as_overrides(checkpoint, monkeypatch):
+    import y9train.train as train_module
+
+    seen = {}
+    monkeypatch.setattr(train_module, "train", lambda **kw: seen.update(kw))
+    with pytest.raises(AttributeError):  # the stand-in returns None
+        y9.Model(checkpoint).train(data="d.yaml", lr0=0.02, optimizer="SGD", patience=5, cos_lr=True, cache=True,
+                                   amp=False, batch=8.0, imgsz=500)  # fmt: skip
+    assert seen["overrides"] == {"lr0": 0.02, "optimizer": "sgd", "patience": 5, "schedule": "cosine"}
+    assert (seen["cache"], seen["amp"], seen["batch"], seen["imgsz"]) == ("ram", "off", 8, 512)
+
+
+def test_export_format_and_suffix(checkpoint, tmp_path):
+    m = y9.Model(checkpoint)
+    with pytest.raises(ValueError, match=r"x.torchscript ends in '.torchscript', but the export writes an ONNX"):
+        m.export(tmp_path / "x.torchscript")
+    with pytest.raises(ValueError, match=r"format='torchscript'; y9 exports 'onnx' and 'engine'"):
+        m.export(format="torchscript")
+    with pytest.raises(ValueError, match="writes a TensorRT engine; expected a name ending in .engine"):
+        m.export(tmp_path / "x.onnx", format="engine")
+    assert not list(tmp_path.iterdir())
+
+
+def test_export_default_path_leaves_the_installed_package(checkpoint, tmp_path, monkeypatch):
+    from y9deploy.export.target import default_export_path
+
+    monkeypatch.chdir(tmp_path)
+    assert default_export_path(checkpoint) == checkpoint.with_suffix(".onnx")  # beside the user's weights
+    out = default_export_path(y9.default_model_path())  # the embedded model, inside the package
+    assert out.resolve() == (tmp_path / "runs" / "export" / y9.default_model_path().with_suffix(".onnx").name)
+
+
+def test_cli_export_refuses_an_output_of_another_suffix(checkpoint, tmp_path, capsys):
+    from y9cli.app import run
+
+    for name in ("e2.pt", "x.txt"):
+        assert run(["export", str(checkpoint), "-o", str(tmp_path / name), "--no-check"]) == 2
+        assert f"{name} ends in" in capsys.readouterr().err and not (tmp_path / name).exists()
+
+
+def test_cli_train_takes_overrides_written_as_options():
+    from typer.main import get_command
+
+    from y9cli.app import app
+    from y9cli.key_values import as_options
+
+    got = as_options(get_command(app), ["train", "--data", "d.yaml", "--lr0", "0.01", "--cos-lr", "--momentum=0.9"])
+    assert got == ["train", "--data", "d.yaml", "lr0=0.01", "cos_lr=true", "momentum=0.9"]
+
+
+def test_val_reads_as_yolo_metrics(model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        metrics = model.val(data=str(TEST_DATA / "coco8.yaml"), batch=8, workers=0)
+    box = metrics.box
+    assert (box.map, box.map50, box.map75) == (metrics.metrics["map50_95"], metrics.metrics["map50"],
+                                               metrics.metrics["map75"])  # fmt: skip
+    per_class = {r["class"]: r["map50_95"] for r in metrics.per_class}
+    assert len(box.maps) == 80 and all(box.maps[c] == v for c, v in per_class.items() if v == v)
+    assert metrics.results_dict["metrics/mAP50-95(B)"] == box.map
+    assert metrics.save_dir.resolve() == tmp_path / "runs" / "val" and (metrics.save_dir / "metrics.json").is_file()
