@@ -287,8 +287,7 @@ class Model:
     def _run(self, action: str, source: Any, stream: bool, save: bool, track: Any, options: dict[str, Any]) -> Any:
         from y9.keywords import check_bool
         from y9.options import PredictOptions
-        from y9.predict_run import frames_of, produce, stream_results
-        from y9.timed_detector import TimedDetector
+        from y9.predict_run import TimedDetector, frames_of, produce, stream_results
 
         save = check_bool(action, "save", save)
         stream = check_bool(action, "stream", stream)

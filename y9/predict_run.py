@@ -8,6 +8,8 @@
 - ``save=True``: the run folder of ``y9 predict`` (``runs/predict``, ``runs/predict2`` ...; ``project``/``name``/
   ``exist_ok`` as its options), decided by ``y9core.run_dir.resolve_output_dir`` and held by its ``RunLock``; a run
   that fails before writing anything leaves no folder behind.
+- ``TimedDetector``: the Detector with each call timed per stage, so that each ``Result`` carries ``speed``
+  (milliseconds per frame for ``preprocess``, ``inference`` and ``postprocess``, as YOLO tools report them).
 - ``stream=True``: the pipeline runs in a worker thread and hands each result over as it is done (a bounded queue:
   the pipeline waits for the consumer); leaving the loop early stops the run after the current frame.
 """
@@ -112,8 +114,32 @@ def _images(detector: Any, frames: list[np.ndarray], options: PredictOptions, tr
                                  model=str(getattr(detector, "path", "")), names=list(detector.names))  # fmt: skip
 
 
+class TimedDetector:
+    """Wraps a ``y9deploy.Detector``: ``predict`` passes a ``StageTimer`` and keeps the last call's stage times per
+    frame in ``speed``; everything else is the Detector's."""
+
+    def __init__(self, detector: Any, **overrides: Any) -> None:
+        self._detector = detector
+        self._overrides = overrides  # options of every call (agnostic NMS)
+        self.speed: dict[str, float] = {}
+
+    def predict(self, source: Any, **options: Any) -> Any:
+        from y9deploy.stage_timer import StageTimer
+
+        timer = StageTimer()
+        out = self._detector.predict(source, timer=timer, **{**self._overrides, **options})
+        n = len(out) if isinstance(out, list) else 1
+        ms = timer.stages_ms()
+        self.speed = {"preprocess": ms["pre"] / max(n, 1), "inference": ms["infer"] / max(n, 1),
+                      "postprocess": ms["post"] / max(n, 1)}  # fmt: skip
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._detector, name)
+
+
 def _speed(detector: Any) -> dict[str, float]:
-    """The last call's milliseconds per frame by stage (a ``y9.timed_detector.TimedDetector``; else none)."""
+    """The last call's milliseconds per frame by stage (a ``TimedDetector``; else none)."""
     return dict(getattr(detector, "speed", None) or {})
 
 

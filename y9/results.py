@@ -158,8 +158,8 @@ class Result:
         """An annotated COPY of ``orig_img``: boxes and "name score" labels (``#id`` first when tracked), one fixed
         colour per class (``y9deploy.draw.draw_detections``; ``options`` as there: ``thickness``, ``font_scale``,
         ``show_labels``, ``show_scores``, or by YOLO tools' names: ``line_width``, ``font_size``, ``labels``,
-        ``conf``, ``boxes``; ``y9.plot_options``)."""
-        from y9.plot_options import draw_options
+        ``conf``, ``boxes``; ``y9.keywords.draw_options``)."""
+        from y9.keywords import draw_options
         from y9deploy.draw import draw_detections
 
         options = draw_options(options)
