@@ -83,9 +83,8 @@ def register(app: typer.Typer) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
         from y9cli.outputs import claim_file
         from y9deploy.export.onnx_export import export_onnx_report
-        from y9deploy.model_file.official_weights import weights_path
-
         from y9deploy.export.target import check_suffix
+        from y9deploy.model_file.official_weights import weights_path
 
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
         check_suffix(output, "onnx")  # an ONNX under another name (e2.pt, x.txt) is refused

@@ -21,6 +21,16 @@ from y9core.wording import did_you_mean
 COMMANDS = ("train", "val", "predict", "export")
 #: keys that name a command's argument (a positional parameter), not an option
 ARGUMENT_KEYS = {"predict": {"source": "source"}, "export": {"model": "source", "source": "source"}}
+#: YOLO tools' keys -> this command's option (None: nothing to do in y9, e.g. save=true: y9 predict saves)
+YOLO_KEYS = {
+    "predict": {"verbose": None},
+    "val": {"verbose": None, "plots": None},
+    "export": {"dynamic": "dynamic_batch", "nms": "end2end", "format": None},
+}
+#: YOLO tools' key=value pairs y9 refuses, with the y9 way
+YOLO_REFUSED = {
+    ("export", "format"): "y9 export writes ONNX; 'y9 build-engine model.onnx' builds a TensorRT engine from it",
+}
 _KEY_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)=(.*)$", re.S)
 _TRUE, _FALSE = ("1", "true", "yes", "on", ""), ("0", "false", "no", "off", "none")
 
@@ -51,6 +61,15 @@ def as_options(group, args: list[str]) -> list[str]:
             out.append(arg)
             continue
         key, value = match.group(1).replace("-", "_"), match.group(2)
+        if name == "predict" and key == "save":  # y9 predict saves unless --no-save
+            out += [] if value.strip().lower() in _TRUE else ["--no-save"]
+            continue
+        if key in YOLO_KEYS.get(name, {}):
+            if key == "format" and value.strip().lower() not in ("onnx", ".onnx"):
+                raise ValueError(f"y9 {name}: format={value!r}; {YOLO_REFUSED[(name, key)]}.")
+            if YOLO_KEYS[name][key] is None:
+                continue
+            key = YOLO_KEYS[name][key]
         if key in ARGUMENT_KEYS.get(name, {}):
             moved.append(value)
         elif key in options:

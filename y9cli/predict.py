@@ -75,6 +75,19 @@ def register(app: typer.Typer) -> None:
         no_save: Annotated[
             bool, typer.Option("--no-save", help="Write no files (with --stdout: JSON lines on stdout only).")
         ] = False,
+        agnostic_nms: Annotated[bool, typer.Option("--agnostic-nms", help="Class-agnostic NMS.")] = False,
+        half: Annotated[
+            bool | None, typer.Option("--half/--no-half", help="FP16 (.pt checkpoints; default: on CUDA).")
+        ] = None,
+        line_width: Annotated[
+            int | None, typer.Option("--line-width", min=1, help="Box lines of the annotated copies, in pixels.")
+        ] = None,
+        show_labels: Annotated[
+            bool, typer.Option("--show-labels/--hide-labels", help="Class names on the annotated copies.")
+        ] = True,
+        show_conf: Annotated[
+            bool, typer.Option("--show-conf/--hide-conf", help="Scores on the annotated copies.")
+        ] = True,
         save_dir: Annotated[
             Path | None,
             typer.Option("--save-dir", hidden=True, help="Deprecated: --project DIR --name NAME."),
@@ -199,6 +212,8 @@ def register(app: typer.Typer) -> None:
                 save=SaveOptions(txt=save_txt, conf=save_conf, crop=save_crop, coco_json=save_json),
                 on_start=bar.start, on_frame=bar.advance,
                 on_warning=lambda msg: console.print(f"warning: {msg}", style="yellow", markup=False),
+                agnostic=agnostic_nms, half=half,
+                draw={"thickness": line_width, "show_labels": show_labels, "show_scores": show_conf},
                 **filters,
             )  # fmt: skip
             if not stopped_by:

@@ -78,9 +78,9 @@ def test_one_imgsz_rule():
 
 
 def test_predict_rounds_imgsz_up_with_a_warning(model):
-    from y9.imgsz_rule import ImageSizeWarning
-
     import cv2
+
+    from y9.imgsz_rule import ImageSizeWarning
 
     with pytest.warns(ImageSizeWarning, match="using 320"):
         r = model.predict(IMAGE, imgsz=300)[0]
@@ -168,3 +168,22 @@ def test_val_reads_as_yolo_metrics(model, tmp_path, monkeypatch):
     assert len(box.maps) == 80 and all(box.maps[c] == v for c, v in per_class.items() if v == v)
     assert metrics.results_dict["metrics/mAP50-95(B)"] == box.map
     assert metrics.save_dir.resolve() == tmp_path / "runs" / "val" and (metrics.save_dir / "metrics.json").is_file()
+
+
+def test_cli_takes_yolo_keys(tmp_path, capsys):
+    from typer.main import get_command
+
+    from y9cli.app import app, run
+    from y9cli.key_values import as_options
+
+    group = get_command(app)
+    got = as_options(group, ["export", "model=best.pt", "format=onnx", "dynamic=True", "nms=true"])
+    assert got == ["export", "--dynamic-batch", "--end2end", "best.pt"]
+    got = as_options(group, ["predict", "source=x.jpg", "save=False", "verbose=False", "agnostic_nms=True",
+                             "line_width=2", "show_conf=False"])  # fmt: skip
+    assert got == ["predict", "--no-save", "--agnostic-nms", "--line-width", "2", "--hide-conf", "x.jpg"]
+    with pytest.raises(ValueError, match="format='torchscript'; y9 export writes ONNX; 'y9 build-engine"):
+        as_options(group, ["export", "m.pt", "format=torchscript"])
+    args = ["predict", IMAGE, "agnostic_nms=true", "line_width=1", "show_labels=false", "--project", str(tmp_path)]
+    assert run(args) == 0, capsys.readouterr().err
+    assert (tmp_path / "predict" / "000000000036.jpg").is_file()

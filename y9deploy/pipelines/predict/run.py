@@ -193,6 +193,8 @@ def predict_source(
     on_warning: Callable[[str], None] | None = None,
     on_result: Callable[[str, int | None, np.ndarray, Any, Any], None] | None = None,
     draw: dict[str, Any] | None = None,
+    agnostic: bool = False,
+    half: bool | None = None,
 ) -> PredictSummary:
     """Detect objects in every image and video frame of ``source`` (module docstring).
 
@@ -225,7 +227,7 @@ def predict_source(
         on_result: called after each frame with (source name, frame index or None, the frame, its Detections, its
             track ids or None), once the frame's files are written (``y9.Model.predict`` makes its results of it).
         draw: ``draw_detections``' options (``thickness``, ``show_labels``, ``show_scores`` ...) for the annotated
-            copies.
+            copies. agnostic: class-agnostic NMS. half: the new Detector's FP16 (None: its default).
     Raises:
         FileNotFoundError, ValueError: a missing source or model, a bad option, a save_dir inside the source;
         SourceError: a stream or camera (the only source) cannot be opened; the only image or video cannot be read
@@ -281,12 +283,14 @@ def predict_source(
     total = None if any(c is None for c in counts) else len(images) + sum(counts)  # type: ignore[arg-type]
     own = not hasattr(model, "predict")
     given = {k: v for k, v in (("conf", conf), ("iou", iou), ("max_det", max_det)) if v is not None}
+    if agnostic:
+        given["agnostic"] = True
     if not own and (device is not None or imgsz is not None):
         raise ValueError(
             f"device={device!r}, imgsz={imgsz!r} with a ready {type(model).__name__}: its device and input size are "
             "set when it is made; expected them unset here (or a model file to make a new one)."
         )
-    det = Detector(model, device=device, imgsz=imgsz, **given) if own else model
+    det = Detector(model, device=device, imgsz=imgsz, half=half, **given) if own else model
     try:
         names = list(det.names)
         run = frame_runner(det, {} if own else given, classes=classes, class_conf=class_conf, conf=conf, tile=tile)
