@@ -174,5 +174,12 @@ class Boxes:
     def tolist(self) -> list[list[float]]:
         return self.data.tolist()
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from y9.keywords import missing_attribute
+
+        raise missing_attribute("Boxes", name, [*dir(type(self)), "orig_shape"])
+
     def __repr__(self) -> str:
         return f"Boxes(n={len(self)}, orig_shape={self.orig_shape}, tracked={self.is_track})"

@@ -51,6 +51,31 @@ EVENTS = {"on_pretrain_routine_start": "on_pretrain_routine_start", "on_train_st
           "on_epoch_start": "on_epoch_start", "on_epoch_end": "on_epoch_end", "on_step_end": "on_step_end"}  # fmt: skip
 
 
+#: attributes of YOLO tools' objects that y9's lack, with the y9 way (``missing_attribute``)
+ATTRIBUTES = {
+    "Model": {"tune": "y9 has no hyperparameter tuner; train with overrides, e.g. model.train(data=..., lr0=0.02)",
+              "trainer": "model.train() returns the TrainResult (save_dir, best, last, metrics)",
+              "predictor": "model.predict() runs a y9.Detector; y9.Detector(path) is the runtime alone",
+              "overrides": "y9 keeps no option state: give the options to each call",
+              "ckpt": "the checkpoint is the file model.path", "ckpt_path": "the checkpoint is the file model.path",
+              "save": "the checkpoint is the file model.path (shutil.copy it)",
+              "load": "y9.Model('weights.pt') opens a checkpoint", "reset_weights": "y9.Model('gelan-s') is a fresh one",
+              "val_data": "give data= to val()", "export_format": "export(format='onnx' or 'engine')"},
+    "Result": {"save_crop": "predict(..., save=True, save_crop=True) writes the crops",
+               "to_df": "pandas.DataFrame(r.summary())", "to_csv": "predict(..., save=True) writes predictions.csv",
+               "to_xml": "r.summary() or r.to_coco()", "to_sql": "r.summary()", "tojson": "r.to_json()",
+               "new": "y9.Result(...) with the fields you want", "update": "y9.Result(...) with the fields you want"},
+}  # fmt: skip
+
+
+def missing_attribute(owner: str, name: str, has: Iterable[str]) -> AttributeError:
+    """The sentence for an attribute a y9 object lacks: the y9 way when YOLO tools have it, else what it has."""
+    if name in ATTRIBUTES.get(owner, {}):
+        return AttributeError(f"{owner} has no attribute {name!r}: {ATTRIBUTES[owner][name]} (docs/from-ultralytics.md).")
+    shown = ", ".join(sorted(n for n in set(has) if not n.startswith("_")))
+    return AttributeError(f"{owner} has no attribute {name!r}; it has: {shown} (docs/from-ultralytics.md).")
+
+
 def lacking(action: str, name: str, allowed: Iterable[str]) -> TypeError:
     """The sentence for a keyword ``action`` does not take: the reason when y9 lacks it, a close name otherwise,
     and the names it takes."""

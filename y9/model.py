@@ -81,6 +81,20 @@ class Model:
     def __repr__(self) -> str:
         return f"Model({str(self.source)!r}, kind={self.kind!r})"
 
+    task = "detect"  # what YOLO tools call the model's task: y9 detects boxes
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name.startswith("_"):
+            raise AttributeError(name)
+        from y9.keywords import missing_attribute
+
+        raise missing_attribute("Model", name, dir(type(self)))
+
+    @property
+    def model(self) -> Any:
+        """The torch network of an architecture or checkpoint (None for an ONNX model or an engine)."""
+        return self._torch_network() if self.kind in ("architecture", "checkpoint") else None
+
     @property
     def path(self) -> Path | None:
         """The model file (None for an architecture)."""
@@ -191,7 +205,7 @@ class Model:
             params, gflops = summary.params, summary.gflops
         return ModelSummary(str(self.source), self.kind, f.architecture, f.imgsz, f.names, params, gflops)
 
-    def train(self, data: str | Path, **options: Any) -> Any:
+    def train(self, data: str | Path | None = None, **options: Any) -> Any:
         """Train from this architecture or checkpoint (``y9train.train.train``; options as ``y9 train``'s, e.g.
         ``epochs``, ``batch``, ``imgsz``, ``device``). A checkpoint trains at its own size unless ``imgsz`` is
         given (the trainer's rule). Afterwards this Model holds the run's best.pt (else its last.pt). Returns the
@@ -218,7 +232,7 @@ class Model:
             self._hold(weights)
         return result
 
-    def val(self, data: str | Path, **options: Any) -> Any:
+    def val(self, data: str | Path | None = None, **options: Any) -> Any:
         """COCO metrics on a data.yaml split with ``y9 val``'s options (``split``, ``batch``, ``conf``, ``iou``,
         ``device``, ``imgsz`` ...; ``y9.val.validate``). A checkpoint is validated at its trained size unless
         ``imgsz`` is given. The report files (metrics.json, curves, confusion matrix, pictures; ``save_json``:
@@ -226,6 +240,9 @@ class Model:
         ``y9 val``'s). Returns ``y9core.val_result.ValResult``; a wrong option is one sentence (TypeError)."""
         from y9.val import validate
 
+        if data is None:
+            raise TypeError("Model.val() needs data='data.yaml' (the split to score); y9 does not keep the training "
+                            "data's path with a model.")  # fmt: skip
         if self._device is not None:
             options.setdefault("device", str(self._device))
         return validate(data, self._needs_weights("be validated"), **options)

@@ -108,6 +108,13 @@ class Result:
             f.writelines(lines)
         return path
 
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        from y9.keywords import missing_attribute
+
+        raise missing_attribute("Result", name, [*dir(type(self)), *self.__dataclass_fields__])
+
     def cpu(self) -> Result:
         """The result itself (its arrays are numpy on the host): for code written for torch tensors."""
         return self
