@@ -39,8 +39,13 @@ def test_reparam_onto_its_input_is_refused(checkpoint, capsys):
 def test_export_onto_its_input_or_an_earlier_onnx_is_refused(checkpoint, tmp_path, capsys):
     before = checkpoint.read_bytes()
     assert run_y9(["export", checkpoint, "-o", checkpoint]) == 2
-    assert "is the input" in _one_error(capsys)
+    assert "ends in '.pt', but the export writes an ONNX model" in _one_error(capsys)  # an ONNX is never a .pt
     assert checkpoint.read_bytes() == before
+    onnx_path = fixed_boxes_onnx(tmp_path / "m.onnx", [[10, 10, 4, 4]], ["a"])
+    onnx_before = onnx_path.read_bytes()
+    assert run_y9(["export", onnx_path, "--half", "-o", onnx_path]) == 2
+    assert "is the input" in _one_error(capsys)
+    assert onnx_path.read_bytes() == onnx_before
     (tmp_path / "a.onnx").write_bytes(b"earlier export")
     assert run_y9(["export", checkpoint]) == 2  # default output: a.onnx beside the checkpoint, which exists
     assert _one_error(capsys) == (
