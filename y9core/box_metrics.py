@@ -33,8 +33,9 @@ class BoxMetrics:
         aps = np.array([float(r.get("map50_95", np.nan)) for r in per_class], np.float64)
         size = nc if nc is not None else (int(ids.max()) + 1 if ids.size else 0)
         maps = np.full(size, float(metrics["map50_95"]), np.float64)
-        inside = ids < size
-        maps[ids[inside]] = aps[inside]
+        known = (ids < size) & np.isfinite(aps)  # a class without ground truth keeps the overall figure
+        maps[ids[known]] = aps[known]
+        ids = ids[np.isfinite(aps)]
         return cls(float(metrics["map50_95"]), float(metrics["map50"]), float(metrics.get("map75", np.nan)),
                    float(metrics["precision"]), float(metrics["recall"]), maps, ids)  # fmt: skip
 

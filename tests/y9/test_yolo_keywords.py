@@ -5,7 +5,6 @@ imgsz rule, export formats and suffixes (API and CLI), and arguments of the wron
 from __future__ import annotations
 
 import shutil
-import warnings
 
 import numpy as np
 import pytest
@@ -156,18 +155,25 @@ def test_cli_train_takes_overrides_written_as_options():
     assert got == ["train", "--data", "d.yaml", "lr0=0.01", "cos_lr=true", "momentum=0.9"]
 
 
-def test_val_reads_as_yolo_metrics(model, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        metrics = model.val(data=str(TEST_DATA / "coco8.yaml"), batch=8, workers=0)
+def test_val_reads_as_yolo_metrics():
+    """``metrics.box`` and ``results_dict`` read the evaluator's figures (COCO's evaluation of a made-up split: one
+    class found exactly, one half-found, one never predicted)."""
+    from y9core.metrics import evaluate
+    from y9core.val_result import ValResult
+
+    targets = [np.array([[0, 10, 10, 50, 50], [1, 60, 60, 90, 90]], np.float32),
+               np.array([[1, 5, 5, 40, 40], [3, 100, 100, 140, 150]], np.float32)]  # fmt: skip
+    preds = [np.array([[10, 10, 50, 50, 0.9, 0], [60, 60, 90, 90, 0.8, 1]], np.float32),
+             np.array([[20, 20, 60, 60, 0.7, 1]], np.float32)]  # fmt: skip
+    res = evaluate(preds, targets, nc=5)
+    metrics = ValResult.from_evaluation(res, preds, targets, ["a.jpg", "b.jpg"], seconds=1.0, infer_seconds=0.5)
     box = metrics.box
-    assert (box.map, box.map50, box.map75) == (metrics.metrics["map50_95"], metrics.metrics["map50"],
-                                               metrics.metrics["map75"])  # fmt: skip
-    per_class = {r["class"]: r["map50_95"] for r in metrics.per_class}
-    assert len(box.maps) == 80 and all(box.maps[c] == v for c, v in per_class.items() if v == v)
-    assert metrics.results_dict["metrics/mAP50-95(B)"] == box.map
-    assert metrics.save_dir.resolve() == tmp_path / "runs" / "val" and (metrics.save_dir / "metrics.json").is_file()
+    assert (box.map, box.map50, box.map75) == (res["map50_95"], res["map50"], res["map75"])
+    per_class = {r["class"]: r["map50_95"] for r in res["per_class"]}
+    assert len(box.maps) == 5 and all(box.maps[c] == v for c, v in per_class.items() if v == v)
+    assert box.maps[0] == 1.0 and 0 < box.maps[1] < 1 and box.maps[3] == 0.0 and box.maps[2] == box.map
+    assert box.ap_class_index.tolist() == [0, 1, 3]
+    assert metrics.results_dict["metrics/mAP50-95(B)"] == box.map and metrics.speed == {"inference": 250.0}
 
 
 def test_cli_takes_yolo_keys(tmp_path, capsys):
