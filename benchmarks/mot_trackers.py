@@ -36,8 +36,7 @@ RULES_OFF = {
     "y9 -SHADOW_BIAS": {"SHADOW_BIAS": 0.0},
     "y9 -FRESH_IOU": {"FRESH_IOU": 2.0},
     "y9 -DUP_BIAS": {"DUP_BIAS": 0.0},
-    "y9 -LOST_RATE": {"LOST_RATE": 0.0},
-    "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0, "LOST_RATE": 0.0},
+    "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0},
 }
 # Rows whose line counting confirms a crossing on this many sightings instead of CountLine's default.
 SIGHTINGS = {"y9 -two sightings": 1, "y9 -issue-45 rules": 1}
@@ -49,7 +48,7 @@ def _set_rules(changes: dict[str, float]) -> None:
 
     if not _DEFAULTS:
         _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("SHADOW_IOU", "SAME_BOX_IOU", "SHADOW_BIAS",
-                                                             "FRESH_IOU", "DUP_BIAS", "LOST_RATE")})  # fmt: skip
+                                                             "FRESH_IOU", "DUP_BIAS")})  # fmt: skip
     for k, v in {**_DEFAULTS, **changes}.items():
         setattr(bytetrack, k, v)
 
