@@ -6,9 +6,8 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
 2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections
    (``score >= high_conf``) by the cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are
    not matched); in the choice (not in what may match) a shadow track's cost counts ``SHADOW_BIAS`` more, so that
-   it yields to a confirmed one, a detection of another class than the track began with ``CLASS_BIAS``
-   more, and, for a tracked track, a detection that is a duplicate (step 4's rule) of another high-score box on the
-   frame ``DUP_BIAS`` more. A detection that an unconfirmed (one-frame-old) track overlaps by IoU >
+   it yields to a confirmed one, and a detection of another class than the track began with ``CLASS_BIAS``
+   more. A detection that an unconfirmed (one-frame-old) track overlaps by IoU >
    ``FRESH_IOU``, and more than a confirmed or shadow track does, is not matched here: it is kept for the
    unconfirmed track (step 4);
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
@@ -70,17 +69,11 @@ FRESH_IOU = 0.5
 # its overlap is far lower. Over 20 seeds: ID switches high 9.2 -> 6.6, medium 0.7 -> 0.6 (0.1: 6.5 / 0.7; 0.2: 7.5 /
 # 0.9, IDF1 lower).
 SHADOW_BIAS = 0.05
-# A tracked track (seen on the previous frame) prefers a detection that is not a duplicate of another high-score box on
-# the frame (``SHADOW_IOU``, ``SHADOW_RATIO``, ``SAME_BOX_IOU``): in the first round's choice such a detection counts
-# this much more for it (what may match is unchanged). When a person is missed, his detector's duplicate (lying over
-# the box beside) took his track, which followed it, and his next detection began a new id (issue 45, TUD-Stadtmitte
-# medium noise seed 4, frame 28); with the bias the duplicate's shadow track takes it and his track, lost for one
-# frame, takes his next detection. Over 20 seeds: ID switches high 6.6 -> 6.1, medium 0.6 -> 0.55 (on lost tracks too:
-# 6.7 / 0.6; 0.02: 7.0 / 0.6; 0.1: 7.1 / 0.65, on all tracks).
-DUP_BIAS = 0.05
-# Dropped in issue 53: LOST_RATE (a lost track's cost counted 0.01 more per frame lost in the first round's choice).
-# Chosen on issue 45's noise model, where it cut ID switches; on occlusion runs (a person hidden behind a nearer one
-# for several frames) it cost IDF1 0.03 at high noise: docs/benchmarks.md, "Tracking on several kinds of error".
+# Dropped in issue 53 (docs/benchmarks.md, "Tracking on several kinds of error"): LOST_RATE (a lost track's cost
+# counted 0.01 more per frame lost in the first round's choice), which cut ID switches on issue 45's noise model but
+# cost IDF1 0.03 at high noise on occlusion runs (a person hidden behind a nearer one for several frames); DUP_BIAS
+# (a tracked track's cost to a detection that is another box's duplicate counted 0.05 more), which without LOST_RATE
+# helped no noise family (at most IDF1 +0.003) and cost ID switches on duplicates at high noise (+1.3).
 
 
 def _linear_sum_assignment():
@@ -211,7 +204,6 @@ class ByteTracker:
         if len(fresh) and len(high):  # a detection a one-frame-old track follows best is kept for it (FRESH_IOU)
             iou_pool, iou_fresh = _iou(boxes[pool], xyxy[high]), _iou(boxes[fresh], xyxy[high]).max(0)
             cost = np.where((iou_fresh > FRESH_IOU) & (iou_fresh > iou_pool), 2.0, cost)
-        bias = bias + self._duplicate_bias(cost <= o.match_cost, pool, high, xyxy, score)
         m1, free_pool, free_high = assign(cost, o.match_cost, bias)
         left_pool = pool[free_pool]
         tracked_left = left_pool[(self.ids[left_pool] >= 0) & ~self.lost[left_pool]]
@@ -252,20 +244,6 @@ class ByteTracker:
         self._start_tracks(xyxy, score, cls, shadows, False, out, shadow=True)
         self._start_tracks(xyxy, score, cls, cand, first, out)
         self._drop_duplicates()
-        return out
-
-    def _duplicate_bias(self, may: np.ndarray, pool: np.ndarray, high: np.ndarray, xyxy: np.ndarray,
-                        score: np.ndarray) -> np.ndarray:  # fmt: skip
-        """``DUP_BIAS`` where a tracked track (row of ``pool``) may match (``may``, ndarray[P, H] bool) a detection of
-        ``high`` that is a duplicate of another of them. Only the detections in a choice (one of two or more that a
-        track may match, or one that two or more tracks may match) are looked at: elsewhere a bias changes nothing,
-        and the test costs an IoU matrix of the high-score detections (0.1 ms at 100 detections)."""
-        choice = (may.sum(0) > 1) | may[may.sum(1) > 1].any(0)
-        out = np.zeros(may.shape)
-        if choice.any():
-            tracked = (self.ids[pool] >= 0) & ~self.lost[pool]
-            dup = ~self._not_shadows(high[choice], high, xyxy, score)
-            out[:, choice] = DUP_BIAS * (may[:, choice] & tracked[:, None] & dup[None])
         return out
 
     @staticmethod
