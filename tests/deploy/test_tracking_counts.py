@@ -252,3 +252,22 @@ def test_a_missed_persons_duplicate_over_his_neighbour_does_not_take_his_track(k
             ids_of[person] |= {tid} - {-1}
     assert len(ids_of[0]) == 1 and len(ids_of[1]) == 1 and ids_of[0] != ids_of[1], ids_of
     assert not ids_of[2] & ids_of[0], ids_of  # the duplicate never carries his id
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
+def test_a_track_back_from_behind_a_missed_neighbour_takes_its_own_detection(kind):
+    """Issue 53: person B stands behind person A (boxes at IoU 0.33), is hidden for 10 frames, and comes back on a
+    frame where A is missed, at a box that overlaps B's last box more (IoU 0.63) than A's (IoU 0.57). The detection
+    is B's: the track that overlaps it more takes it, however long it was lost. Issue 45's LOST_RATE (a lost track's
+    cost 0.01 more a frame lost, dropped in issue 53) gave it to A's track, which jumped onto B: the occlusion noise
+    family's switches."""
+    a, b, d = (np.array([x, 100.0, x + 40.0, 200.0], np.float32) for x in (100.0, 120.0, 111.0))
+    assert box_iou(a, b) == pytest.approx(0.33, abs=0.01)
+    assert box_iou(d, b) == pytest.approx(0.63, abs=0.01) and box_iou(d, a) == pytest.approx(0.57, abs=0.01)
+    tracker = make_tracker(kind, fps=30)
+    frames = [[a, b]] * 10 + [[a]] * 10 + [[d]] + [[a, d]] * 5
+    ids = [tracker.update(Detections(np.stack(f), np.full(len(f), 0.9, np.float32), np.zeros(len(f), int),
+                                     ["person"]), t=k / 30).tolist() for k, f in enumerate(frames)]  # fmt: skip
+    id_a, id_b = ids[0]
+    assert ids[20] == [id_b], ids[18:22]
+    assert all(row == [id_a, id_b] for row in ids[21:]), ids[20:]
