@@ -236,10 +236,9 @@ def duplicate_over_the_neighbour(k_missed: tuple[int, ...] = (15, 16)) -> list[t
 def test_a_missed_persons_duplicate_over_his_neighbour_does_not_take_his_track(kind):
     """Person 0 is missed while his detector's duplicate is there, lying over person 1 (a duplicate of person 1's
     box too). His track took the duplicate (IoU 0.5 with his box, a match) rather than wait, followed it, and his
-    next detection began a second id for him (TUD-Stadtmitte, medium noise, seed 4): the duplicate's shadow track, lost
-    since frame 10, yielded it to his track, as a lost track's cost then counted 0.01 more a frame lost (LOST_RATE,
-    dropped in issue 53; issue 45's DUP_BIAS made up for it, dropped with it). Now the shadow track, which follows the
-    duplicate best, takes it; his track waits two frames and takes his detection back; one id each."""
+    next detection began a second id for him (TUD-Stadtmitte, medium noise, seed 4). A tracked track's choice counts
+    a detection that is a duplicate of another box on the frame ``DUP_BIAS`` more: the duplicate's shadow track (lost
+    since frame 10) takes it, his track waits two frames and takes his detection back; one id each."""
     frames = duplicate_over_the_neighbour()
     d = frames[20][0].xyxy.astype(np.float64)
     assert box_iou(d[0], d[2]) == pytest.approx(0.5, abs=0.01)  # person 0 and his duplicate
@@ -254,20 +253,44 @@ def test_a_missed_persons_duplicate_over_his_neighbour_does_not_take_his_track(k
     assert not ids_of[2] & ids_of[0], ids_of  # the duplicate never carries his id
 
 
-@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
-def test_a_track_back_from_behind_a_missed_neighbour_takes_its_own_detection(kind):
-    """Issue 53: person B stands behind person A (boxes at IoU 0.33), is hidden for 10 frames, and comes back on a
-    frame where A is missed, at a box that overlaps B's last box more (IoU 0.63) than A's (IoU 0.57). The detection
-    is B's: the track that overlaps it more takes it, however long it was lost. Issue 45's LOST_RATE (a lost track's
-    cost 0.01 more a frame lost, dropped in issue 53) gave it to A's track, which jumped onto B: the occlusion noise
-    family's switches."""
+def behind_a_neighbour(followed: int) -> tuple[list[Detections], np.ndarray]:
+    """Person A stands still; person B beside and behind him (boxes at IoU 0.33) is seen for ``followed`` frames and
+    hidden for 10; then, on a frame where A is missed, a detection ``d`` overlaps B's last box by IoU 0.63 and A's by
+    0.57; then both are seen (A at his box, B at ``d``) for 5 frames. -> (frames, d)."""
     a, b, d = (np.array([x, 100.0, x + 40.0, 200.0], np.float32) for x in (100.0, 120.0, 111.0))
     assert box_iou(a, b) == pytest.approx(0.33, abs=0.01)
     assert box_iou(d, b) == pytest.approx(0.63, abs=0.01) and box_iou(d, a) == pytest.approx(0.57, abs=0.01)
+    boxes = [[a]] * 5 + [[a, b]] * followed + [[a]] * 10 + [[d]] + [[a, d]] * 5
+    return [Detections(np.stack(f), np.full(len(f), 0.9, np.float32), np.zeros(len(f), int), ["person"])
+            for f in boxes], d  # fmt: skip
+
+
+def track_ids(kind: str, frames: list[Detections]) -> list[list[int]]:
     tracker = make_tracker(kind, fps=30)
-    frames = [[a, b]] * 10 + [[a]] * 10 + [[d]] + [[a, d]] * 5
-    ids = [tracker.update(Detections(np.stack(f), np.full(len(f), 0.9, np.float32), np.zeros(len(f), int),
-                                     ["person"]), t=k / 30).tolist() for k, f in enumerate(frames)]  # fmt: skip
-    id_a, id_b = ids[0]
-    assert ids[20] == [id_b], ids[18:22]
-    assert all(row == [id_a, id_b] for row in ids[21:]), ids[20:]
+    return [tracker.update(dets, t=k / 30).tolist() for k, dets in enumerate(frames)]
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
+def test_a_person_back_from_behind_a_missed_neighbour_takes_his_own_detection(kind):
+    """Issue 53: B, followed for 20 frames, comes back from behind A on a frame where A is missed, at a box that
+    overlaps B's last box more than A's: the detection is B's, however long he was lost. Issue 45's LOST_RATE on
+    every lost track (0.01 more a frame lost) gave it to A's track, which jumped onto B: the occlusion noise
+    family's switches. Now LOST_RATE counts only for tracks followed for fewer than ``YOUNG_FRAMES`` frames."""
+    frames, _ = behind_a_neighbour(followed=20)
+    ids = track_ids(kind, frames)
+    id_a, id_b = ids[5][0], ids[6][1]
+    assert id_a != id_b
+    assert ids[35] == [id_b], ids[33:37]
+    assert all(row == [id_a, id_b] for row in ids[36:]), ids[35:]
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
+def test_a_young_lost_track_yields_to_a_tracked_one(kind):
+    """The same scene with B followed for 3 frames only (fewer than ``YOUNG_FRAMES``): a track that short is often no
+    object (a false positive's, a duplicate's), and its cost counts ``LOST_RATE`` more a frame lost (10 frames: 0.1),
+    so A's track, tracked, takes the detection it overlaps by IoU 0.57 (B's by 0.63); a track lost behind another
+    object no longer takes that object's detection (issue 45)."""
+    frames, _ = behind_a_neighbour(followed=3)
+    ids = track_ids(kind, frames)
+    id_a = ids[5][0]
+    assert ids[18] == [id_a], ids[16:20]
