@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from mot_family_table import main_families  # noqa: E402
 from mot_noise import LEVELS, SEQUENCES, crowd_scene, load_sequence, make_detections  # noqa: E402
 from mot_scoring import RAW, clear_identity, counts, hota_combined, hota_sequence, summarise  # noqa: E402
-from mot_trackers import SV030, TRACKERS, run, run_in_worker  # noqa: E402
+from mot_trackers import RULES_OFF, SIGHTINGS, SV030, TRACKERS, run, run_in_worker  # noqa: E402
 
 
 def score_runs(outputs: dict, seqs: dict, truth_counts: dict) -> dict:
@@ -103,7 +103,8 @@ def main() -> None:
         return
     cases = {(lv, seed, n): make_detections(s, LEVELS[lv], seed) for lv in LEVELS for seed in range(args.seeds)
              for n, s in seqs.items()}  # fmt: skip
-    names = args.trackers.split(",") if args.trackers else list(TRACKERS) + ([SV030] if args.sv030_python else [])
+    rows = [n for n in TRACKERS if n not in RULES_OFF and n not in SIGHTINGS]  # the ablation rows on request only
+    names = args.trackers.split(",") if args.trackers else rows + ([SV030] if args.sv030_python else [])
     timing_scene = crowd_scene(100, args.timing_frames)
     table = {}
     for name in names:

@@ -14,7 +14,8 @@
 - ``supervision 0.30 ByteTrack``: supervision's last ByteTrack (removed in 0.31); its defaults are y9's, so
   there is no "matched" row. supervision 0.30 cannot sit beside ``trackers`` (which needs supervision 0.31 and
   the non-headless OpenCV), so it runs in another interpreter (``--sv030-python``, e.g. the project's venv,
-  which holds it) through ``run_in_worker``.
+  which holds it) through ``run_in_worker``;
+- ``y9 -<rule>`` (``RULES_OFF``, ``SIGHTINGS``): y9's default with one rule off (issue 53's ablation), on request.
 """
 
 from __future__ import annotations
