@@ -7,8 +7,8 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
    (``score >= high_conf``) by the cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are
    not matched); in the choice (not in what may match) the cost of a lost track followed for fewer than
    ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked one at about the
-   same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a confirmed one, a detection of another class than the track began with ``CLASS_BIAS``
-   more, and, for a tracked track, a detection that is a duplicate (step 4's rule) of another high-score box on the
+   same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a confirmed one, a detection of another
+   class than the track began with ``CLASS_BIAS`` more, and, for a tracked track, a detection that is a duplicate (step 4's rule) of another high-score box on the
    frame ``DUP_BIAS`` more. A detection that an unconfirmed (one-frame-old) track overlaps by IoU >
    ``FRESH_IOU``, and more than a confirmed or shadow track does, is not matched here: it is kept for the
    unconfirmed track (step 4);
