@@ -8,10 +8,10 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
    not matched); in the choice (not in what may match) the cost of a lost track followed for fewer than
    ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked one at about the
    same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a confirmed one, a detection of another
-   class than the track began with ``CLASS_BIAS`` more, and, for a tracked track, a detection that is a duplicate (step 4's rule) of another high-score box on the
-   frame ``DUP_BIAS`` more. A detection that an unconfirmed (one-frame-old) track overlaps by IoU >
-   ``FRESH_IOU``, and more than a confirmed or shadow track does, is not matched here: it is kept for the
-   unconfirmed track (step 4);
+   class than the track began with ``CLASS_BIAS`` more, and, for a tracked track, a detection that is a duplicate
+   (step 4's rule) of another high-score box on the frame ``DUP_BIAS`` more. A detection that an unconfirmed
+   (one-frame-old) track overlaps by IoU > ``FRESH_IOU``, and more than a confirmed or shadow track does, is not
+   matched here: it is kept for the unconfirmed track (step 4);
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
 4. a high-score detection that overlaps one a confirmed track took by IoU > ``SHADOW_IOU`` with a lower score
