@@ -19,6 +19,15 @@ What it does (modules beside it):
 - the time per frame: median ms of ``update`` at 100 detections a frame (``mot_noise.crowd_scene``, 300 frames, the
   first 20 left out), one thread.
 Every figure is the mean over the seeds.
+
+    /tmp/bench53-venv/bin/python benchmarks/bench_mot.py --families --sv030-python .venv/bin/python [--seeds 3]
+        [--split tuning,held-out] [--trackers NAMES] [--json out.json]
+
+prints issue 53's tables instead (``mot_family_table``): y9's default tracker, ``trackers``' ByteTrack (its own
+defaults and matched) and supervision 0.30's ByteTrack over the noise families of ``mot_families`` (several kinds
+of detector error, parameters drawn per sequence), per family and level: MOTA, IDF1, ID switches, count error, ms
+a frame; the tuning set and the held-out set apart (``--seeds N``: each split's first N seeds). ``--trackers`` may
+name the ablation rows of ``mot_trackers.RULES_OFF`` and ``SIGHTINGS`` (y9 with one rule off).
 """
 
 from __future__ import annotations
@@ -39,9 +48,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mot_family_table import main_families  # noqa: E402
 from mot_noise import LEVELS, SEQUENCES, crowd_scene, load_sequence, make_detections  # noqa: E402
 from mot_scoring import RAW, clear_identity, counts, hota_combined, hota_sequence, summarise  # noqa: E402
-from mot_trackers import SV030, TRACKERS, run, run_in_worker  # noqa: E402
+from mot_trackers import RULES_OFF, SIGHTINGS, SV030, TRACKERS, run, run_in_worker  # noqa: E402
 
 
 def score_runs(outputs: dict, seqs: dict, truth_counts: dict) -> dict:
@@ -77,14 +87,24 @@ def main() -> None:
     ap.add_argument("--sv030-python", default=None, help="an interpreter with supervision 0.30 (its ByteTrack row)")
     ap.add_argument("--timing-frames", type=int, default=300)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--families", action="store_true", help="issue 53's per-family tables (mot_family_table)")
+    ap.add_argument("--split", default="tuning,held-out", help="--families: tuning, held-out or both")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     t_start = time.perf_counter()
     seqs = {name: load_sequence(name) for name in SEQUENCES}
     truth_counts = {n: counts([(b, i) for i, b in s.frames], s.width, s.height, s.fps) for n, s in seqs.items()}
+    if args.families:
+        print(f"TUD-Campus + TUD-Stadtmitte, noise families of benchmarks/mot_families.py; ms: 100 detections a "
+              f"frame, one thread, {platform.machine()}; ground-truth counts: {truth_counts}")  # fmt: skip
+        result = main_families(args, seqs, truth_counts)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"truth_counts": truth_counts, **result}, indent=1))
+        return
     cases = {(lv, seed, n): make_detections(s, LEVELS[lv], seed) for lv in LEVELS for seed in range(args.seeds)
              for n, s in seqs.items()}  # fmt: skip
-    names = args.trackers.split(",") if args.trackers else list(TRACKERS) + ([SV030] if args.sv030_python else [])
+    rows = [n for n in TRACKERS if n not in RULES_OFF and n not in SIGHTINGS]  # the ablation rows on request only
+    names = args.trackers.split(",") if args.trackers else rows + ([SV030] if args.sv030_python else [])
     timing_scene = crowd_scene(100, args.timing_frames)
     table = {}
     for name in names:

@@ -66,23 +66,25 @@ def hota_combined(results: dict[str, dict]) -> float:
     return float(np.mean(HOTA().combine_sequences(results)["HOTA"]))
 
 
-def counting_geometry(width: int, height: int):
+def counting_geometry(width: int, height: int, sightings: int | None = None):
     """The benchmark's counting rules for a frame of ``width`` x ``height``: a vertical line through the middle
-    (pedestrians walk sideways) and a zone over the middle half of the frame."""
-    from y9deploy.tracking.counting import CountLine, Zone
+    (pedestrians walk sideways; ``sightings`` in a row confirm a crossing, None: ``CountLine``'s default) and a zone
+    over the middle half of the frame."""
+    from y9deploy.tracking.counting import CROSSING_SIGHTINGS, CountLine, Zone
 
-    line = CountLine.parse(f"{width / 2},0,{width / 2},{height}", "middle")
+    line = CountLine.parse(f"{width / 2},0,{width / 2},{height}", "middle", sightings or CROSSING_SIGHTINGS)
     x1, x2 = width / 4, 3 * width / 4
     zone = Zone.parse(f"{x1},0,{x2},0,{x2},{height},{x1},{height}", "centre")
     return line, zone
 
 
-def counts(frames: list, width: int, height: int, fps: float) -> tuple[int, int, int]:
-    """(line in, line out, zone visits) of tracks given as frames of (xyxy, ids), by y9's ``Counting``."""
+def counts(frames: list, width: int, height: int, fps: float, sightings: int | None = None) -> tuple[int, int, int]:
+    """(line in, line out, zone visits) of tracks given as frames of (xyxy, ids), by y9's ``Counting``
+    (``sightings``: ``counting_geometry``'s)."""
     from y9deploy.detections import Detections
     from y9deploy.tracking.counting import Counting
 
-    line, zone = counting_geometry(width, height)
+    line, zone = counting_geometry(width, height, sightings)
     counter = Counting([line], [zone])
     for k, (xyxy, ids) in enumerate(frames):
         n = len(ids)

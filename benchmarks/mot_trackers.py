@@ -14,7 +14,8 @@
 - ``supervision 0.30 ByteTrack``: supervision's last ByteTrack (removed in 0.31); its defaults are y9's, so
   there is no "matched" row. supervision 0.30 cannot sit beside ``trackers`` (which needs supervision 0.31 and
   the non-headless OpenCV), so it runs in another interpreter (``--sv030-python``, e.g. the project's venv,
-  which holds it) through ``run_in_worker``.
+  which holds it) through ``run_in_worker``;
+- ``y9 -<rule>`` (``RULES_OFF``, ``SIGHTINGS``): y9's default with one rule off (issue 53's ablation), on request.
 """
 
 from __future__ import annotations
@@ -28,13 +29,40 @@ from pathlib import Path
 import numpy as np
 
 MATCHED = dict(new_track=0.35, high=0.25, iou=0.2, lost_s=1.0, confirm_frames=2)
+# The ablation (issue 53): y9's default tracker with one rule off, by the module constants of
+# ``y9deploy.tracking.bytetrack`` set for the run (every y9 row sets them all: the others' defaults otherwise).
+_SHADOWS_OFF = {"SHADOW_IOU": 2.0, "SAME_BOX_IOU": 2.0}  # nothing is a duplicate: no shadow track
+RULES_OFF = {
+    "y9 -shadow tracks": _SHADOWS_OFF,
+    "y9 -SHADOW_BIAS": {"SHADOW_BIAS": 0.0},
+    "y9 -FRESH_IOU": {"FRESH_IOU": 2.0},
+    "y9 -DUP_BIAS": {"DUP_BIAS": 0.0},
+    "y9 -LOST_RATE": {"LOST_RATE": 0.0},
+    "y9 LOST_RATE on every lost track": {"YOUNG_FRAMES": float("inf")},
+    "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0, "LOST_RATE": 0.0},
+}
+# Rows whose line counting confirms a crossing on this many sightings instead of CountLine's default.
+SIGHTINGS = {"y9 -two sightings": 1, "y9 -issue-45 rules": 1}
+_DEFAULTS: dict[str, float] = {}
 
 
-def _y9(kind: str):
+def _set_rules(changes: dict[str, float]) -> None:
+    from y9deploy.tracking import bytetrack
+
+    if not _DEFAULTS:
+        _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("SHADOW_IOU", "SAME_BOX_IOU", "SHADOW_BIAS",
+                                                             "FRESH_IOU", "DUP_BIAS", "LOST_RATE",
+                                                             "YOUNG_FRAMES")})  # fmt: skip
+    for k, v in {**_DEFAULTS, **changes}.items():
+        setattr(bytetrack, k, v)
+
+
+def _y9(kind: str, changes: dict[str, float] | None = None):
     from y9deploy.detections import Detections
     from y9deploy.tracking import make_tracker
 
     def factory(fps: float):
+        _set_rules(changes or {})
         tracker = make_tracker(kind, fps=fps)
 
         def step(xyxy: np.ndarray, score: np.ndarray, k: int):
@@ -53,6 +81,7 @@ def _y9_xyah(fps: float):
     from y9deploy.tracking import TrackerOptions
     from y9deploy.tracking.bytetrack import ByteTracker
 
+    _set_rules({})
     tracker = ByteTracker(TrackerOptions(), fps=fps, form="xyah")
 
     def step(xyxy: np.ndarray, score: np.ndarray, k: int):
@@ -124,6 +153,8 @@ TRACKERS = {
     "trackers BoT-SORT matched": _roboflow("BoTSORTTracker", True),
     "trackers OC-SORT": _roboflow("OCSORTTracker", False),
     "trackers OC-SORT matched": _roboflow("OCSORTTracker", True),
+    **{name: _y9("bytetrack", changes) for name, changes in RULES_OFF.items()},
+    "y9 -two sightings": _y9("bytetrack"),
 }
 SV030 = "supervision 0.30 ByteTrack"
 

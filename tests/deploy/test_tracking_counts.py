@@ -251,3 +251,46 @@ def test_a_missed_persons_duplicate_over_his_neighbour_does_not_take_his_track(k
             ids_of[person] |= {tid} - {-1}
     assert len(ids_of[0]) == 1 and len(ids_of[1]) == 1 and ids_of[0] != ids_of[1], ids_of
     assert not ids_of[2] & ids_of[0], ids_of  # the duplicate never carries his id
+
+
+def behind_a_neighbour(followed: int) -> tuple[list[Detections], np.ndarray]:
+    """Person A stands still; person B beside and behind him (boxes at IoU 0.33) is seen for ``followed`` frames and
+    hidden for 10; then, on a frame where A is missed, a detection ``d`` overlaps B's last box by IoU 0.63 and A's by
+    0.57; then both are seen (A at his box, B at ``d``) for 5 frames. -> (frames, d)."""
+    a, b, d = (np.array([x, 100.0, x + 40.0, 200.0], np.float32) for x in (100.0, 120.0, 111.0))
+    assert box_iou(a, b) == pytest.approx(0.33, abs=0.01)
+    assert box_iou(d, b) == pytest.approx(0.63, abs=0.01) and box_iou(d, a) == pytest.approx(0.57, abs=0.01)
+    boxes = [[a]] * 5 + [[a, b]] * followed + [[a]] * 10 + [[d]] + [[a, d]] * 5
+    return [Detections(np.stack(f), np.full(len(f), 0.9, np.float32), np.zeros(len(f), int), ["person"])
+            for f in boxes], d  # fmt: skip
+
+
+def track_ids(kind: str, frames: list[Detections]) -> list[list[int]]:
+    tracker = make_tracker(kind, fps=30)
+    return [tracker.update(dets, t=k / 30).tolist() for k, dets in enumerate(frames)]
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
+def test_a_person_back_from_behind_a_missed_neighbour_takes_his_own_detection(kind):
+    """Issue 53: B, followed for 20 frames, comes back from behind A on a frame where A is missed, at a box that
+    overlaps B's last box more than A's: the detection is B's, however long he was lost. Issue 45's LOST_RATE on
+    every lost track (0.01 more a frame lost) gave it to A's track, which jumped onto B: the occlusion noise
+    family's switches. Now LOST_RATE counts only for tracks followed for fewer than ``YOUNG_FRAMES`` frames."""
+    frames, _ = behind_a_neighbour(followed=20)
+    ids = track_ids(kind, frames)
+    id_a, id_b = ids[5][0], ids[6][1]
+    assert id_a != id_b
+    assert ids[35] == [id_b], ids[33:37]
+    assert all(row == [id_a, id_b] for row in ids[36:]), ids[35:]
+
+
+@pytest.mark.parametrize("kind", ["bytetrack", "botsort"])
+def test_a_young_lost_track_yields_to_a_tracked_one(kind):
+    """The same scene with B followed for 3 frames only (fewer than ``YOUNG_FRAMES``): a track that short is often no
+    object (a false positive's, a duplicate's), and its cost counts ``LOST_RATE`` more a frame lost (10 frames: 0.1),
+    so A's track, tracked, takes the detection it overlaps by IoU 0.57 (B's by 0.63); a track lost behind another
+    object no longer takes that object's detection (issue 45)."""
+    frames, _ = behind_a_neighbour(followed=3)
+    ids = track_ids(kind, frames)
+    id_a = ids[5][0]
+    assert ids[18] == [id_a], ids[16:20]

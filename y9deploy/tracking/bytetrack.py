@@ -5,13 +5,13 @@ Build one with ``tracking.make_tracker`` (the one rule that chooses); the algori
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
 2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections
    (``score >= high_conf``) by the cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are
-   not matched); in the choice (not in what may match) a lost track's cost counts ``LOST_RATE`` more per frame
-   lost, so that it yields to a tracked one at about the same overlap, a shadow track's ``SHADOW_BIAS`` more, so
-   that it yields to a confirmed one, a detection of another class than the track began with ``CLASS_BIAS``
-   more, and, for a tracked track, a detection that is a duplicate (step 4's rule) of another high-score box on the
-   frame ``DUP_BIAS`` more. A detection that an unconfirmed (one-frame-old) track overlaps by IoU >
-   ``FRESH_IOU``, and more than a confirmed or shadow track does, is not matched here: it is kept for the
-   unconfirmed track (step 4);
+   not matched); in the choice (not in what may match) the cost of a lost track followed for fewer than
+   ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked one at about the
+   same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a confirmed one, a detection of another
+   class than the track began with ``CLASS_BIAS`` more, and, for a tracked track, a detection that is a duplicate
+   (step 4's rule) of another high-score box on the frame ``DUP_BIAS`` more. A detection that an unconfirmed
+   (one-frame-old) track overlaps by IoU > ``FRESH_IOU``, and more than a confirmed or shadow track does, is not
+   matched here: it is kept for the unconfirmed track (step 4);
 3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
 4. a high-score detection that overlaps one a confirmed track took by IoU > ``SHADOW_IOU`` with a lower score
@@ -46,10 +46,6 @@ from y9deploy.tracking.box_kalman import BoxKalman
 from y9deploy.tracking.options import TrackerOptions
 
 SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
-# A lost track yields a detection to a tracked one of about the same overlap: in the first round's choice its cost
-# counts LOST_RATE more per frame it has been lost (what may match is unchanged), as its predicted box grows less sure;
-# a track lost behind another object, predicted along with it, no longer takes that object's detection (issue 45).
-LOST_RATE = 0.01
 # A high-score detection is a duplicate of one a confirmed track took when it overlaps it by IoU > SHADOW_IOU and
 # scores below SHADOW_RATIO times its score, or, whatever its score, by IoU > SAME_BOX_IOU (the same box: e.g. the
 # object under a second class, which class-aware NMS keeps): it starts no track and confirms none, only a shadow
@@ -81,8 +77,18 @@ SHADOW_BIAS = 0.05
 # the box beside) took his track, which followed it, and his next detection began a new id (issue 45, TUD-Stadtmitte
 # medium noise seed 4, frame 28); with the bias the duplicate's shadow track takes it and his track, lost for one
 # frame, takes his next detection. Over 20 seeds: ID switches high 6.6 -> 6.1, medium 0.6 -> 0.55 (on lost tracks too:
-# 6.7 / 0.6; 0.02: 7.0 / 0.6; 0.1: 7.1 / 0.65, on all tracks).
+# 6.7 / 0.6; 0.02: 7.0 / 0.6; 0.1: 7.1 / 0.65, on all tracks). Issue 53, tuning families, seeds 0-2: IDF1 +0.015 on
+# duplicates and +0.016 on iid at high noise, neutral elsewhere (without LOST_RATE it helped nowhere: the two go together).
 DUP_BIAS = 0.05
+# A lost track that was followed for fewer than YOUNG_FRAMES frames yields a detection to a tracked one of about the
+# same overlap: in the first round's choice its cost counts LOST_RATE more per frame it has been lost (what may match
+# is unchanged). A track that short is often no object (a false positive's, a duplicate's) and its predicted box grows
+# less sure; a track lost behind another object, predicted along with it, no longer takes that object's detection
+# (issue 45). Issue 53: on every lost track (issue 45's rule) it cost IDF1 0.03 at high noise on occlusion runs, where
+# a person followed for long comes back from behind another; on young tracks only it keeps its gains on issue 45's
+# noise model and is neutral on occlusion (tuning families, seeds 0-2: iid high ID switches 13.3 without it, 8.3 with
+# it; YOUNG_FRAMES 25: occlusion IDF1 -0.004, 50: -0.018; docs/benchmarks.md, "Tracking on several kinds of error").
+LOST_RATE, YOUNG_FRAMES = 0.01, 10
 
 
 def _linear_sum_assignment():
@@ -206,7 +212,8 @@ class ByteTracker:
         low = np.flatnonzero(valid & (score > o.low_conf) & (score < o.high_conf))
         pool = np.flatnonzero((self.ids >= 0) | self.shadow)  # confirmed and shadow tracks
         fresh = np.flatnonzero((self.ids < 0) & ~self.shadow)
-        bias = (LOST_RATE * (self.clock - self.seen[pool]) * self.lost[pool])[:, None]
+        young = self.lost[pool] & (self.seen[pool] - self.start[pool] < YOUNG_FRAMES)
+        bias = (LOST_RATE * (self.clock - self.seen[pool]) * young)[:, None]
         bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high]) + SHADOW_BIAS * self.shadow[pool, None]
         cost = 1 - _iou(boxes[pool], xyxy[high]) * score[high]
         sh = self.shadow[pool]
