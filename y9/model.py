@@ -235,24 +235,33 @@ class Model:
 
         return validate(data, self._needs_weights("be validated"), **options)
 
-    def export(self, path: str | Path | None = None, **options: Any) -> Path:
+    def export(self, path: str | Path | None = None, int8: bool = False, data: Any = None, **options: Any) -> Path:
         """ONNX export of a checkpoint with ``y9 export``'s options (``y9deploy.export_onnx_report``: ``imgsz``,
         ``batch``, ``dynamic_batch``, ``half``, ``simplify``, ``end2end``, ``opset``, ``check`` (the parity check,
         default on), ``conf``/``iou``/``max_det`` (end2end) ...) at its trained size unless ``imgsz`` is given;
         ``path`` defaults to the checkpoint's with ``.onnx``. Returns the ONNX path; a wrong option is one
-        sentence (TypeError)."""
+        sentence (TypeError). ``int8=True`` with ``data`` (a data.yaml): a QDQ INT8 ONNX, ``y9deploy.export.int8``'s
+        ``export_int8`` (its options: ``calib_images``, ``method``, ``keep``, ``max_drop`` ...), ``NAME-int8.onnx``."""
         from y9.options import check_options
+        from y9deploy.export.int8 import export_int8
         from y9deploy.export.onnx_export import export_onnx_report
 
-        check_options("Model.export", options, export_onnx_report, drop=("source", "path"))
+        exporter = export_int8 if int8 else export_onnx_report
+        check_options("Model.export", options, exporter, drop=("source", "path", "data"))
         source = self._needs_weights("be exported")
         if self.kind != "checkpoint":
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
         if path is None:  # beside the checkpoint; here for official weights downloaded by name (not in the cache)
             from y9deploy.model_file.official_weights import cache_dir
 
-            path = Path(source.name if source.parent == cache_dir() else source).with_suffix(".onnx")
+            base = Path(source.name if source.parent == cache_dir() else source)
+            path = base.with_name(f"{base.stem}-int8.onnx") if int8 else base.with_suffix(".onnx")
         target = Path(path)
+        if int8:
+            if data is None:
+                raise ValueError("Model.export(int8=True) needs data= (a data.yaml: its train images calibrate, its "
+                                 "val split gates the accuracy).")  # fmt: skip
+            return export_int8(source, target, data=data, **options).path
         return export_onnx_report(source, target, **options).path
 
     def predict(self, source: Any, stream: bool = False, save: bool = False, **options: Any) -> Any:
