@@ -1,9 +1,11 @@
 """FP32 ONNX -> QDQ INT8 ONNX with ONNX Runtime's static quantization (``onnxruntime.quantization``).
 
 QDQ format (QuantizeLinear / DequantizeLinear pairs around each quantized node: what ONNX Runtime, TensorRT and
-TensorRT-RTX all read), weights INT8 per output channel, activations INT8 calibrated on images (``int8_calib``),
-both symmetric (zero point 0: TensorRT's explicit quantization takes only symmetric scales), the nodes named by
-``int8_rule.float_nodes`` left in float. ``CalibMethod`` names the activation range estimators.
+TensorRT-RTX all read), weights INT8 symmetric per output channel, activations calibrated on images (``int8_calib``)
+as UINT8 with a zero point (asymmetric: ONNX Runtime's fast x86 integer kernels are UINT8 x INT8; symmetric INT8
+activations ran slower than FP32 on the 2-core AVX2 box, docs/benchmarks.md "INT8"), the nodes named by
+``int8_rule.float_nodes`` left in float. TensorRT takes only symmetric INT8: the engine builder rewrites the ranges
+(``y9deploy.engine.qdq_tensorrt``). ``CalibMethod`` names the activation range estimators.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def quantize_qdq(
     batch: int,
     exclude: list[str],
     method: CalibMethod | str = DEFAULT_METHOD,
-    symmetric: bool = True,
+    symmetric: bool = False,
+    op_types: list[str] | None = None,
 ) -> Any:
     """The QDQ INT8 twin of ``model`` (onnx.ModelProto, FP32, y9 detector) calibrated on ``blobs`` (float32
     [N, 3, H, W], fed ``batch`` at a time), the nodes ``exclude`` kept in float. Returns an onnx.ModelProto."""
@@ -73,6 +76,7 @@ def quantize_qdq(
             activation_type=q.QuantType.QInt8 if symmetric else q.QuantType.QUInt8,
             weight_type=q.QuantType.QInt8,
             nodes_to_exclude=list(exclude),
+            op_types_to_quantize=op_types,
             calibrate_method=chosen,
             extra_options={"ActivationSymmetric": bool(symmetric), "WeightSymmetric": True},
         )
