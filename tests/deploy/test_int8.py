@@ -20,6 +20,9 @@ from tests.conftest import TEST_DATA, y9_output
 from tests.deploy.embedded import embedded_model_path
 
 pytest.importorskip("onnxruntime.quantization")
+# ONNX Runtime's quantize_static spends about 24 s in Python graph edits per gelan-s quantization whatever the image
+# size (profiled on the dev box): the module quantizes twice.
+pytestmark = pytest.mark.slow
 IMGSZ = 160
 
 
