@@ -27,7 +27,7 @@ def default_output(source: Path) -> Path:
 
 
 def _export_int8(source: Path, output: Path | None, calib: Path | None, n: int, method: CalibMethod, keep: KeepFloat,
-                 max_drop: float, exist_ok: bool) -> None:  # fmt: skip
+                 max_drop: float, exist_ok: bool, imgsz: str | None) -> None:  # fmt: skip
     """``y9 export MODEL --int8 --calib data.yaml``: ``y9deploy.export.int8.export_int8``, printed."""
     from y9cli.outputs import claim_file
     from y9deploy.export.int8 import export_int8
@@ -36,7 +36,8 @@ def _export_int8(source: Path, output: Path | None, calib: Path | None, n: int, 
         raise typer.BadParameter("--int8 needs --calib data.yaml (its train images calibrate, its val split gates).")
     output = output if output is not None else source.with_name(f"{source.stem}-int8.onnx")
     with claim_file(output, inputs=[source, calib], exist_ok=exist_ok, what="output ONNX file"):
-        r = export_int8(source, output, data=calib, calib_images=n, method=method, keep=keep, max_drop=max_drop)
+        r = export_int8(source, output, data=calib, calib_images=n, method=method, keep=keep, max_drop=max_drop,
+                        imgsz=imgsz)  # fmt: skip
     typer.echo(f"exported {r.model} to {r.path} (INT8 QDQ, {r.imgsz[0]}x{r.imgsz[1]}, {r.quantized_nodes} quantized "
                f"tensors, {r.float_nodes} head nodes in float) in {sum(r.seconds.values()):.1f} s")  # fmt: skip
     typer.echo(f"calibration: {r.calib_images} train images of {calib} ({r.method}), sha256 {r.calib_sha256[:16]}...")
@@ -118,7 +119,11 @@ def register(app: typer.Typer) -> None:
         from y9deploy.model_file.official_weights import weights_path
 
         if int8:
-            return _export_int8(source, output, calib, calib_images, calib_method, int8_keep, int8_max_drop, exist_ok)
+            if half or end2end:
+                raise typer.BadParameter("--int8 makes a QDQ INT8 model with float input and raw output; drop --half "
+                                         "and --end2end (an engine or the host runs the NMS).")  # fmt: skip
+            return _export_int8(source, output, calib, calib_images, calib_method, int8_keep, int8_max_drop, exist_ok,
+                                imgsz)  # fmt: skip
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
         source = weights_path(source)  # official weights by name: downloaded once
         with claim_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file"):
