@@ -247,19 +247,21 @@ class Model:
             options.setdefault("device", str(self._device))
         return validate(data, self._needs_weights("be validated"), **options)
 
-    def export(self, path: str | Path | None = None, **options: Any) -> Path:
+    def export(self, path: str | Path | None = None, int8: bool = False, data: Any = None, **options: Any) -> Path:
         """ONNX export of a checkpoint with ``y9 export``'s options (``y9deploy.export_onnx_report``: ``imgsz``,
         ``batch``, ``dynamic_batch``, ``half``, ``simplify``, ``end2end``, ``opset``, ``check`` (the parity check,
         default on), ``conf``/``iou``/``max_det`` (end2end) ...) at its trained size unless ``imgsz`` is given;
         ``format`` 'onnx' or 'engine' (YOLO tools' ``dynamic``, ``nms``, ``workspace`` too: ``y9.model_export``);
         ``path``'s suffix must be the format's; without ``path``: beside the checkpoint (the embedded model's, inside
-        the package: ``runs/export[N]``). Returns the file's path; a wrong option is one sentence (TypeError)."""
+        the package: ``runs/export[N]``). ``int8=True`` with ``data`` (a data.yaml): a QDQ INT8 ONNX
+        (``y9deploy.export.int8.export_int8``: its train images calibrate, its val split gates the accuracy;
+        ``NAME-int8.onnx``). Returns the file's path; a wrong option is one sentence (TypeError)."""
         from y9.model_export import export_model
 
         source = self._needs_weights("be exported")
         if self.kind != "checkpoint":
             raise ValueError(f"{source} is already a deployed {self.kind} file; export works on .pt checkpoints.")
-        return export_model(source, path, options)
+        return export_model(source, path, options, int8=int8, data=data)
 
     def predict(self, source: Any, stream: bool = False, save: bool = False, **options: Any) -> Any:
         """Detections of every image and frame of ``source``, as ``y9 predict`` reads it: an image, a folder, a glob,

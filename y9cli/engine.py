@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--flavour", help="TensorRT package to build with when both are installed."),
         ] = FlavourChoice.auto,
         int8: Annotated[
-            bool, typer.Option("--int8", help="INT8 engine (not supported yet: refused).")
+            bool, typer.Option("--int8", help="Require a QDQ INT8 ONNX (`y9 export --int8`), which builds an INT8 engine.")
         ] = False,
         verify: Annotated[
             Path | None,

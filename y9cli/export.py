@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from y9cli.interrupts import command_line, on_interrupt
+from y9deploy.export.int8_quantize import CalibMethod
+from y9deploy.export.int8_rule import KeepFloat
 
 
 def _kept(output: Path, before: int | None) -> str:
@@ -24,6 +26,25 @@ def default_output(source: Path) -> Path:
     if source.suffix.lower() == ".onnx":
         return source.with_name(f"{source.stem}-fp16.onnx")
     return default_export_path(source)  # beside it; the embedded model's: runs/export[N]
+
+
+def _export_int8(source: Path, output: Path | None, calib: Path | None, n: int, method: CalibMethod, keep: KeepFloat,
+                 max_drop: float, exist_ok: bool, imgsz: str | None) -> None:  # fmt: skip
+    """``y9 export MODEL --int8 --calib data.yaml``: ``y9deploy.export.int8.export_int8``, printed."""
+    from y9cli.outputs import claim_file
+    from y9deploy.export.int8 import export_int8
+
+    if calib is None:
+        raise typer.BadParameter("--int8 needs --calib data.yaml (its train images calibrate, its val split gates).")
+    output = output if output is not None else source.with_name(f"{source.stem}-int8.onnx")
+    with claim_file(output, inputs=[source, calib], exist_ok=exist_ok, what="output ONNX file"):
+        r = export_int8(source, output, data=calib, calib_images=n, method=method, keep=keep, max_drop=max_drop,
+                        imgsz=imgsz)  # fmt: skip
+    typer.echo(f"exported {r.model} to {r.path} (INT8 QDQ, {r.imgsz[0]}x{r.imgsz[1]}, {r.quantized_nodes} quantized "
+               f"tensors, {r.float_nodes} head nodes in float) in {sum(r.seconds.values()):.1f} s")  # fmt: skip
+    typer.echo(f"calibration: {r.calib_images} train images of {calib} ({r.method}), sha256 {r.calib_sha256[:16]}...")
+    if r.gate is not None:
+        typer.echo(f"accuracy gate: {r.gate.describe()}")
 
 
 def register(app: typer.Typer) -> None:
@@ -79,6 +100,20 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--max-det", help="end2end: detections per image (output size).")
         ] = 300,
         exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace the ONNX file if it exists.")] = False,
+        int8: Annotated[
+            bool, typer.Option("--int8", help="QDQ INT8 ONNX calibrated on --calib's train images, gated on its val.")
+        ] = False,
+        calib: Annotated[Path | None, typer.Option("--calib", help="--int8: data.yaml (train: calibration, val: gate).")] = None,
+        calib_images: Annotated[int, typer.Option("--calib-images", help="--int8: train images to calibrate on.")] = 64,
+        calib_method: Annotated[CalibMethod, typer.Option("--calib-method", help="--int8: activation ranges.")] = (
+            CalibMethod.minmax
+        ),
+        int8_keep: Annotated[KeepFloat, typer.Option("--int8-keep", help="--int8: head nodes kept in float.")] = (
+            KeepFloat.head
+        ),
+        int8_max_drop: Annotated[
+            float, typer.Option("--int8-max-drop", help="--int8: mAP50-95 points INT8 may lose against FP32.")
+        ] = 1.0,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
         from y9cli.outputs import claim_file
@@ -86,6 +121,12 @@ def register(app: typer.Typer) -> None:
         from y9deploy.export.target import check_suffix
         from y9deploy.model_file.official_weights import weights_path
 
+        if int8:
+            if half or end2end:
+                raise typer.BadParameter("--int8 makes a QDQ INT8 model with float input and raw output; drop --half "
+                                         "and --end2end (an engine or the host runs the NMS).")  # fmt: skip
+            return _export_int8(source, output, calib, calib_images, calib_method, int8_keep, int8_max_drop, exist_ok,
+                                imgsz)  # fmt: skip
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
         check_suffix(output, "onnx")  # an ONNX under another name (e2.pt, x.txt) is refused
         source = weights_path(source)  # official weights by name: downloaded once

@@ -13,8 +13,9 @@ Fields (``to_dict`` keys in brackets where they differ):
 - ``strides``: the detection strides, e.g. (8, 16, 32);
 - ``letterbox``: how a frame becomes the network input (``LetterboxRule``: auto, scaleup, stride, color);
 - ``layout`` "NCHW", ``channels`` "RGB", ``normalization`` "1/255": the input tensor (the only ones y9 feeds);
-- ``precision`` "fp32" | "fp16" and ``end2end`` (NMS inside the graph): facts of one artifact, which change along
-  the hand-off (an FP16 ONNX of an FP32 checkpoint is the same model); ``ARTIFACT_FIELDS`` names them;
+- ``precision`` "fp32" | "fp16" | "int8" and ``end2end`` (NMS inside the graph): facts of one artifact, which change
+  along the hand-off (an FP16 ONNX of an FP32 checkpoint is the same model); ``ARTIFACT_FIELDS`` names them;
+  ``calibration_sha256``: the digest of the images an INT8 artifact was calibrated on (empty otherwise);
 - ``model`` (architecture, e.g. gelan-s), ``recipe`` (the training recipe), ``source_sha256`` (sha256 of the
   checkpoint every artifact comes from), ``y9_version`` (the y9 that wrote the record).
 
@@ -37,9 +38,9 @@ FACTS_FORMAT = "y9-model-facts/1"
 LAYOUTS = ("NCHW",)
 CHANNELS = ("RGB",)
 NORMALIZATIONS = ("1/255",)
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8")
 #: facts that belong to one artifact, not to the model (left out when artifacts of one model are compared)
-ARTIFACT_FIELDS = ("precision", "end2end", "y9_version")
+ARTIFACT_FIELDS = ("precision", "end2end", "y9_version", "calibration_sha256")
 MAX_CLASSES = 100_000
 MAX_SIDE = 16_384
 MAX_NAME_CHARS = 200  # characters of one class name
@@ -175,6 +176,7 @@ class ModelFacts:
     recipe: str = ""
     source_sha256: str = ""
     y9_version: str = ""
+    calibration_sha256: str = ""
 
     def __post_init__(self) -> None:
         checked = ModelFacts.from_dict(self.to_dict(), "ModelFacts")
@@ -225,6 +227,9 @@ class ModelFacts:
         sha = raw.get("source_sha256", "")
         if not isinstance(sha, str) or (sha and not _SHA256.fullmatch(sha)):
             raise _bad(where, "source_sha256", sha, "64 lowercase hex digits, or empty")
+        calib = raw.get("calibration_sha256", "")
+        if not isinstance(calib, str) or (calib and not _SHA256.fullmatch(calib)):
+            raise _bad(where, "calibration_sha256", calib, "64 lowercase hex digits, or empty")
         lb = raw.get("letterbox", {})
         values = dict(
             imgsz=check_hw(raw["imgsz"], where),
@@ -240,6 +245,7 @@ class ModelFacts:
             recipe=_text(raw.get("recipe", ""), where, "recipe"),
             source_sha256=sha,
             y9_version=_text(raw.get("y9_version", ""), where, "y9_version", 40),
+            calibration_sha256=calib,
         )
         if values["letterbox"].stride < max(values["strides"]) and values["letterbox"].auto:
             raise _bad(where, "letterbox.stride", values["letterbox"].stride,

@@ -4,7 +4,8 @@ The same strings travel in an engine manifest (``onnx_metadata``) and in a Trito
 parameter), so one parser reads all three. Keys (JSON for structured values, "0"/"1" for flags):
 
 - ``names``, ``stride``, ``letterbox``, ``model``, ``source_sha256``, ``y9_version``, ``end2end``, ``half``
-  (the facts' precision), and ``imgsz``: the INPUT size of this file (fixed by its graph);
+  (the facts' precision fp16), ``precision`` (written for INT8 files only: "int8"), ``calibration_sha256`` (INT8
+  files: the digest of their calibration images), and ``imgsz``: the INPUT size of this file (fixed by its graph);
 - ``trained_imgsz`` (the facts' ``imgsz``; absent in files of older y9 versions, where it equals ``imgsz``),
   ``layout``, ``channels``, ``normalization``, ``recipe``;
 - artifact entries that are not model facts: ``dynamic_batch``, ``nms_defaults`` (end2end thresholds).
@@ -25,7 +26,8 @@ from y9core.model_facts import LetterboxRule, ModelFacts
 
 REQUIRED = ("names", "stride", "imgsz", "letterbox", "model")  # what every `y9 export` writes
 FACT_KEYS = ("names", "stride", "imgsz", "trained_imgsz", "letterbox", "model", "source_sha256", "y9_version",
-             "end2end", "half", "layout", "channels", "normalization", "recipe")  # fmt: skip
+             "end2end", "half", "layout", "channels", "normalization", "recipe", "precision",
+             "calibration_sha256")  # fmt: skip
 ARTIFACT_KEYS = ("dynamic_batch", "nms_defaults")
 DEFAULT_LETTERBOX = {"auto": False, "scaleup": True, "color": 114, "stride": 32}
 
@@ -55,6 +57,8 @@ def facts_to_props(
         "normalization": facts.normalization,
         "recipe": facts.recipe,
     }
+    if facts.precision == "int8":
+        props.update(precision="int8", calibration_sha256=facts.calibration_sha256)
     if nms_defaults:
         props["nms_defaults"] = json.dumps(dict(nms_defaults))
     return props
@@ -216,15 +220,27 @@ def facts_from_props(
             "layout": props.get("layout") or "NCHW",
             "channels": props.get("channels") or "RGB",
             "normalization": props.get("normalization") or "1/255",
-            "precision": "fp16" if _flag(props, "half", where) else "fp32",
+            "precision": _precision(props, where),
             "end2end": _flag(props, "end2end", where),
             "model": props.get("model", ""),
             "recipe": props.get("recipe", ""),
             "source_sha256": props.get("source_sha256", ""),
             "y9_version": props.get("y9_version", ""),
+            "calibration_sha256": props.get("calibration_sha256", ""),
         },
         where,
     )
+
+
+def _precision(props: Mapping[str, str], where: str) -> str:
+    """"int8" when ``precision`` says so (INT8 files), else ``half``'s fp16 / fp32."""
+    half = _flag(props, "half", where)
+    given = props.get("precision")
+    if given is None or given in ("fp16", "fp32"):
+        return "fp16" if half else "fp32"
+    if given != "int8" or half:
+        raise _malformed(where, "precision", given, "'int8' with half 0 (or no 'precision' entry)")
+    return "int8"
 
 
 def extra_props(props: Mapping[str, str]) -> dict[str, str]:

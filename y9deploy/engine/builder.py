@@ -146,7 +146,13 @@ def _tensors(network: Any, trt: Any, count: int, getter: str) -> list[dict[str, 
 
 def parser_onnx_bytes(info: OnnxInfo, fl: Flavour, fp16: bool) -> tuple[bytes, list[str]]:
     """The ONNX the parser reads: converted to FP16 first where this flavour is strongly typed (also what
-    ``engine.verify`` evaluates when the engine cannot run here)."""
+    ``engine.verify`` evaluates when the engine cannot run here); a QDQ INT8 model rewritten for TensorRT's explicit
+    quantization (``engine.qdq_tensorrt``; its float layers stay FP32 on a strongly typed flavour)."""
+    if info.facts is not None and info.facts.precision == "int8":
+        from y9deploy.engine.qdq_tensorrt import tensorrt_qdq
+
+        rewritten, notes = tensorrt_qdq(info.model)
+        return rewritten.SerializeToString(), notes
     if fp16 and fl.fp16_by_onnx_conversion and not info.half:
         from y9deploy.onnx_fp16 import convert_to_fp16
 
@@ -177,11 +183,6 @@ def build_engine_report(
     from y9deploy.engine.gpu import current_compute_capability
 
     onnx_path = Path(onnx_path)
-    if int8:
-        raise ValueError(
-            "INT8 engines are not supported yet: y9 has no calibration path (INT8 needs calibration data or a "
-            "Q/DQ-quantized ONNX to keep accuracy); build FP16 instead"
-        )
     if not workspace_gb > 0:
         raise ValueError(f"workspace {workspace_gb} GB is not positive; expected e.g. 4")
     target = normalize_cc(target)
@@ -190,6 +191,14 @@ def build_engine_report(
     if info.end2end and not fl.builds_nms:
         raise ModelFileError(fl.refuse_nms_reason(onnx_path))
     info.facts = detector_facts(info)  # a y9 detector, its facts agreeing with its graph
+    quantized = info.facts.precision == "int8"
+    if int8 and not quantized:
+        raise ValueError(
+            f"{onnx_path} is not a QDQ INT8 model ({info.facts.precision}); make one from calibration images with "
+            "`y9 export MODEL --int8 --calib data.yaml` and build the engine from it (the INT8 precision comes from "
+            "its Q/DQ nodes)"
+        )
+    precision = "int8" if quantized else "fp16" if (fp16 or info.half) else "fp32"
     profile = resolve_profile(batch, info)
     local_cc = current_compute_capability()
     cc = fl.check_target(target, local_cc)
@@ -213,7 +222,7 @@ def build_engine_report(
 
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_gb * (1 << 30)))
-    fl.apply_precision(config, fp16)
+    fl.apply_precision(config, fp16, quantized)
     aot = fl.apply_target(config, cc, local_cc)
     h, w = info.imgsz
     opt_profile = builder.create_optimization_profile()
@@ -260,7 +269,7 @@ def build_engine_report(
         ahead_of_time=aot,
         onnx_file=onnx_path.name,
         onnx_sha256=file_sha256(onnx_path),
-        precision="fp16" if (fp16 or info.half) else "fp32",
+        precision=precision,
         inputs=_tensors(network, trt, network.num_inputs, "get_input"),
         outputs=_tensors(network, trt, network.num_outputs, "get_output"),
         profile={INPUT_NAME: shapes},
@@ -268,7 +277,7 @@ def build_engine_report(
         imgsz=[h, w],
         end2end=info.end2end,
         onnx_metadata=dict(info.metadata),
-        facts=info.facts.replace(precision="fp16" if (fp16 or info.half) else "fp32").to_dict(),
+        facts=info.facts.replace(precision=precision).to_dict(),
         y9_version=__version__,
         built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         build_seconds=round(seconds, 3),
@@ -297,9 +306,10 @@ def build_engine(
 
     ``batch``: ``(min, opt, max)`` or ``"1:4:16"`` (a static-batch ONNX allows only its own batch; default
     for a dynamic batch 1:4:16). ``fp16``: an FP16 engine (builder flag on TensorRT; FP16 ONNX conversion on
-    the strongly typed TensorRT-RTX). ``target`` (e.g. ``"sm89"``): build ahead of time for that GPU where the
+    the strongly typed TensorRT-RTX). ``int8``: require a QDQ INT8 ONNX (``y9 export --int8``; such a file builds an
+    INT8 engine with or without it: explicit quantization). ``target`` (e.g. ``"sm89"``): build ahead of time for that GPU where the
     flavour can (TensorRT-RTX); the full TensorRT builds for its own GPU only. ``timing_cache``: a file read
-    before and written after the build (TensorRT; TensorRT-RTX ignores timing caches). ``int8`` is refused.
+    before and written after the build (TensorRT; TensorRT-RTX ignores timing caches).
     """
     return build_engine_report(
         onnx_path,

@@ -157,10 +157,13 @@ class Flavour:
             return 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         return 0
 
-    def apply_precision(self, config: Any, fp16: bool) -> None:
-        """FP16 by builder flag where that is how this flavour does it; otherwise the ONNX already is FP16."""
+    def apply_precision(self, config: Any, fp16: bool, int8: bool = False) -> None:
+        """FP16 by builder flag where that is how this flavour does it; otherwise the ONNX already is FP16. ``int8``
+        (a QDQ ONNX): the INT8 flag where the network is not strongly typed (the Q/DQ nodes set the precision)."""
         if fp16 and not self.fp16_by_onnx_conversion:
             config.set_flag(self.trt.BuilderFlag.FP16)
+        if int8 and self.network_flags() == 0 and hasattr(self.trt.BuilderFlag, "INT8") and not self.is_rtx:
+            config.set_flag(self.trt.BuilderFlag.INT8)
 
     def apply_target(self, config: Any, target: str, local_cc: str | None) -> bool:
         """Set the ahead-of-time compute capability where supported; True when the build is ahead of time."""

@@ -72,7 +72,7 @@ class EngineManifest:
     ahead_of_time: bool
     onnx_file: str
     onnx_sha256: str
-    precision: str  # "fp16" | "fp32"
+    precision: str  # "fp16" | "fp32" | "int8" (a QDQ INT8 ONNX: explicit quantization)
     inputs: list[dict[str, Any]]  # [{"name", "shape", "dtype"}]
     outputs: list[dict[str, Any]]
     profile: dict[str, dict[str, list[int]]]  # {"images": {"min": [..], "opt": [..], "max": [..]}}

@@ -64,7 +64,7 @@ _SIMPLE: dict[str, tuple[Any, str]] = {
     "ahead_of_time": (lambda v: isinstance(v, bool), "true or false"),
     "onnx_file": (lambda v: isinstance(v, str) and 0 < len(v) <= 255, "a file name"),
     "onnx_sha256": (lambda v: isinstance(v, str) and _SHA256.fullmatch(v), "64 lowercase hex digits"),
-    "precision": (lambda v: v in ("fp16", "fp32"), "'fp16' or 'fp32'"),
+    "precision": (lambda v: v in ("fp16", "fp32", "int8"), "'fp16', 'fp32' or 'int8'"),
     "batch": (lambda v: isinstance(v, list) and len(v) == 3 and all(_int(b) for b in v) and 1 <= v[0] <= v[1] <= v[2],
               "[min, opt, max] with 1 <= min <= opt <= max"),  # fmt: skip
     "imgsz": (lambda v: isinstance(v, list) and len(v) == 2 and all(_int(d) and d > 0 for d in v),

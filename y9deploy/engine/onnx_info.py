@@ -136,6 +136,13 @@ def detector_facts(info: OnnxInfo) -> Any:
     except (ModelFileError, KeyError) as exc:
         reason = str(exc).rstrip(".") if isinstance(exc, ModelFileError) else f"{path} lacks output {exc}"
         raise ModelFileError(f"{reason}; so {path.name} is not a y9 detector: {expected}.") from None
-    return facts_from_props(metadata, where=where, input_hw=hw, nc=nc).replace(
-        precision="fp16" if info.half else "fp32", end2end=end2end
-    )
+    facts = facts_from_props(metadata, where=where, input_hw=hw, nc=nc)
+    return facts.replace(precision=graph_precision_of(model, info.half), end2end=end2end)  # the graph decides
+
+
+def graph_precision_of(model: Any, half: bool) -> str:
+    """"fp16" (a float16 input), "int8" (QuantizeLinear / DequantizeLinear pairs: a QDQ model) or "fp32"."""
+    if half:
+        return "fp16"
+    ops = {node.op_type for node in model.graph.node}
+    return "int8" if {"QuantizeLinear", "DequantizeLinear"} <= ops else "fp32"
