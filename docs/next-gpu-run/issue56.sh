@@ -15,7 +15,8 @@
 #   2. the step with each lever, one at a time (bench_train_gpu: the first epoch warms up, 24 batches timed):
 #      defaults (bf16, channels-last, CUDA graph, fused AdamW, foreach EMA), fp16, channels_last=false,
 #      cudnn_benchmark_limit=1 + cuda_graph_warmup=1, --deterministic, the defaults again (the noise);
-#   3. 2-epoch runs (warm machine): the capture and first epoch with the defaults and with the capture's levers;
+#   3. 2-epoch runs (warm machine): the capture, first epoch and first validation with the defaults and with the
+#      capture's levers plus val_autotune=false (startup.json separates the two);
 #   4. 4 DeepPCB seeds of the defaults at once (SPLIT_EVERY=4: 750 train, 250 held out), their mean and spread;
 #   5. Ultralytics' 40 epochs again (its spread on one machine); 6. a torch.compile probe (time to its first step).
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
@@ -54,9 +55,9 @@ steps $W/code steps-nocl --set channels_last=false
 steps $W/code steps-capture1 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
 steps $W/code steps-det --deterministic
 steps $W/code steps-default2
-log "3. 2 epochs: the capture with the defaults and with cudnn_benchmark_limit=1 cuda_graph_warmup=1"
+log "3. 2 epochs: the defaults, then cudnn_benchmark_limit=1 cuda_graph_warmup=1 (the capture) val_autotune=false (the first validation)"
 versus $W/code vs2-default y9 2
-versus $W/code vs2-capture1 y9 2 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
+versus $W/code vs2-levers y9 2 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1 val_autotune=false
 log "4. accuracy: seeds ${ACC_SEEDS:-0 1 2 3} of the defaults, all at once, 3 workers each"
 export SPLIT_EVERY=4
 SEEDS=${ACC_SEEDS:-0 1 2 3}
@@ -65,6 +66,7 @@ while [ "$(grep -c " end " $W/times.txt)" -lt "$(echo $SEEDS | wc -w)" ]; do sle
 for d in $W/jobs/acc-*; do n=$(basename $d); cp $d/r/result.json $K/$n.json 2>/dev/null; tail -5 $d/log.txt > $K/$n.tail; done
 cat $W/times.txt >> $K/summary.txt
 log "5. Ultralytics 40 epochs again"; versus $W/code vs40-ul2 ultralytics 40
-log "6. torch.compile probe (no CUDA graph), time to the first timed step"
-STEP_TIMEOUT=200 steps $W/code steps-compile --compile
+log "6. torch.compile probe (no CUDA graph), twice: the second finds inductor's on-disk cache (/tmp/torchinductor_root)"
+STEP_TIMEOUT=240 steps $W/code steps-compile --compile
+STEP_TIMEOUT=240 steps $W/code steps-compile2 --compile
 log "ALL DONE"
