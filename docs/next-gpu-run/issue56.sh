@@ -13,7 +13,7 @@
 # Order (what matters most first, since the lease may end before the last part):
 #   1. y9 for 40 epochs on the fresh machine (its first process pays the cold capture), then Ultralytics, each alone;
 #   2. the step with each lever, one at a time (bench_train_gpu: the first epoch warms up, 24 batches timed):
-#      defaults (bf16, channels-last, CUDA graph, fused AdamW, foreach EMA), fp16, channels_last=false,
+#      defaults (bf16, channels-last, CUDA graph, fused AdamW, foreach EMA), fp16,
 #      cudnn_benchmark_limit=1 + cuda_graph_warmup=1, --deterministic, the defaults again (the noise);
 #   3. 2-epoch runs (warm machine): the capture, first epoch and first validation with the defaults and with the
 #      capture's levers plus val_autotune=false (startup.json separates the two);
@@ -51,7 +51,6 @@ log "1. Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
 log "2. the step's levers"
 steps $W/code steps-default
 steps $W/code steps-fp16 --amp fp16
-steps $W/code steps-nocl --set channels_last=false
 steps $W/code steps-capture1 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
 steps $W/code steps-det --deterministic
 steps $W/code steps-default2
