@@ -10,13 +10,14 @@
 # back (the machine goes back 30 s after a call; each call returns within 10 minutes):
 #   W=/root/w; [ -f $W/started ] || { rm -rf $W; mkdir -p $W; touch $W/started; setsid nohup bash .dev/code/docs/next-gpu-run/issue56.sh > $W/run.log 2>&1 < /dev/null & }
 #   for i in $(seq 110); do grep -q "ALL DONE" $W/keep/summary.txt 2>/dev/null && break; sleep 5; done; (cd $W/keep && tar czf $OUT/keep.tgz .); tail -30 $W/keep/summary.txt
-# Order (what matters most first, since the lease may end before the last part):
-#   1. y9 for 40 epochs on the fresh machine (its first process pays the cold capture), then Ultralytics, each alone;
-#   2. the step with each lever, one at a time (bench_train_gpu: the first epoch warms up, 24 batches timed):
-#      defaults (bf16, channels-last, CUDA graph, fused AdamW, foreach EMA), fp16,
-#      cudnn_benchmark_limit=1 + cuda_graph_warmup=1, --deterministic, the defaults again (the noise);
-#   3. 2-epoch runs (warm machine): the capture, first epoch and first validation with the defaults and with the
+# Order (what matters most first, since the lease may end before the last part; session 26 had 14 minutes left after
+# failed starts, so the levers go first and the 40-epoch runs are on a warm machine):
+#   1. the step with each lever, one at a time (bench_train_gpu: the first epoch warms up, 24 batches timed):
+#      defaults (bf16, channels-last, CUDA graph, fused AdamW, foreach EMA; the fresh machine's cold capture),
+#      cudnn_benchmark_limit=1 + cuda_graph_warmup=1, fp16, --deterministic, the defaults again (the noise);
+#   2. 2-epoch runs (warm machine): the capture, first epoch and first validation with the defaults and with the
 #      capture's levers plus val_autotune=false (startup.json separates the two);
+#   3. y9 for 40 epochs with those levers, Ultralytics, y9 with the defaults, each alone;
 #   4. 4 DeepPCB seeds of the defaults at once (SPLIT_EVERY=4: 750 train, 250 held out), their mean and spread;
 #   5. Ultralytics' 40 epochs again (its spread on one machine); 6. a torch.compile probe (time to its first step).
 source benchmarks/gpu_sweep/common.sh; source benchmarks/gpu_sweep/job.sh
@@ -45,18 +46,20 @@ steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s at
     > $K/$name.log 2>&1)
   tail -2 $K/$name.log >> $K/summary.txt; cp $W/$name/bench_train.json $K/$name.json 2>/dev/null
 }
-log "1. y9 (this branch) 40 epochs, fresh machine"; versus $W/code vs40-y9 y9 40
-echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
-log "1. Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
-log "2. the step's levers"
+log "1. the step's levers (the first process on the fresh machine: steps-default, whose capture is the cold one)"
 steps $W/code steps-default
-steps $W/code steps-fp16 --amp fp16
 steps $W/code steps-capture1 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1
+steps $W/code steps-fp16 --amp fp16
 steps $W/code steps-det --deterministic
 steps $W/code steps-default2
-log "3. 2 epochs: the defaults, then cudnn_benchmark_limit=1 cuda_graph_warmup=1 (the capture) val_autotune=false (the first validation)"
+echo "driver JIT cache after the steps: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
+log "2. 2 epochs: the defaults, then cudnn_benchmark_limit=1 cuda_graph_warmup=1 (the capture) val_autotune=false (the first validation)"
 versus $W/code vs2-default y9 2
 versus $W/code vs2-levers y9 2 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1 val_autotune=false
+log "3. y9 40 epochs with the start's levers, then Ultralytics, then y9 with the defaults, each alone"
+versus $W/code vs40-y9-levers y9 40 --set cudnn_benchmark_limit=1 cuda_graph_warmup=1 val_autotune=false
+versus $W/code vs40-ul ultralytics 40
+versus $W/code vs40-y9 y9 40
 log "4. accuracy: seeds ${ACC_SEEDS:-0 1 2 3} of the defaults, all at once, 3 workers each"
 export SPLIT_EVERY=4
 SEEDS=${ACC_SEEDS:-0 1 2 3}
