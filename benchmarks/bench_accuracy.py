@@ -3,7 +3,8 @@ last-epoch EMA weights with y9's own evaluator (``y9train.validate.run_validatio
 on the held-out part of the split. Every trainer is evaluated by the same code, on the same images.
 
 Steps (each a sub-command; ``--help`` on each):
-  split  DATA_YAML --out DIR [--every 5]       every 5th image of the train folder (sorted names) -> DIR/eval.txt,
+  split  DATA_YAML --out DIR [--every 5] [--part K]   every 5th image of the train folder (sorted names; index % 5
+                                               == K, default 4) -> DIR/eval.txt,
                                                the rest -> DIR/train.txt, DIR/data.yaml (train/val = the lists).
                                                Nothing is copied: the lists name the original files.
   run    --data DIR/data.yaml --out RUN ...    trains and evaluates; writes RUN/result.json and RUN/row.md.
@@ -51,16 +52,21 @@ OFFICIAL_CLOSE_MOSAIC = 15
 
 
 # ---------------------------------------------------------------------------------------------- split
-def make_split(data_yaml: Path, out: Path, every: int = 5) -> Path:
-    """Lists of absolute image paths: index % every == every - 1 -> eval, the rest -> train. Returns the data.yaml."""
+def make_split(data_yaml: Path, out: Path, every: int = 5, part: int | None = None) -> Path:
+    """Lists of absolute image paths: index % every == part -> eval, the rest -> train; ``part`` defaults to
+    ``every - 1`` (the split every earlier figure used). Another ``part`` holds out a disjoint set of images: levers
+    chosen on one split are judged on another. Returns the data.yaml."""
+    part = every - 1 if part is None else part
+    if every < 2 or not 0 <= part < every:
+        raise SystemExit(f"--every {every} --part {part}: expected every >= 2 and 0 <= part < every.")
     cfg = yaml.safe_load(data_yaml.read_text())
     base = (data_yaml.parent / cfg.get("path", ".")).resolve()
     folder = base / cfg["train"]
     images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if len(images) < 2 * every:
         raise SystemExit(f"{folder} holds {len(images)} images; expected at least {2 * every} to split.")
-    evals = [p for i, p in enumerate(images) if i % every == every - 1]
-    trains = [p for i, p in enumerate(images) if i % every != every - 1]
+    evals = [p for i, p in enumerate(images) if i % every == part]
+    trains = [p for i, p in enumerate(images) if i % every != part]
     out.mkdir(parents=True, exist_ok=True)
     (out / "train.txt").write_text("".join(f"{p}\n" for p in trains))
     (out / "eval.txt").write_text("".join(f"{p}\n" for p in evals))
@@ -74,7 +80,7 @@ def make_split(data_yaml: Path, out: Path, every: int = 5) -> Path:
         "names": names,
     }
     (out / "data.yaml").write_text(yaml.safe_dump(split, sort_keys=False))
-    print(f"{out / 'data.yaml'}: {len(trains)} train, {len(evals)} eval images (every {every}th of {folder})")
+    print(f"{out / 'data.yaml'}: {len(trains)} train, {len(evals)} eval images (every {every}th from index {part} of {folder})")
     return out / "data.yaml"
 
 
@@ -268,6 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("data_yaml", type=Path)
     sp.add_argument("--out", type=Path, required=True)
     sp.add_argument("--every", type=int, default=5, help="every Nth image (sorted by name) goes to eval")
+    sp.add_argument("--part", type=int, default=None,
+                    help="which of the N goes to eval: index %% N == part (default N - 1); another part, another split")
     rp = sub.add_parser("run", help="train one model and evaluate it on the split's eval list")
     rp.add_argument("--data", type=Path, required=True, help="a data.yaml written by `split`")
     rp.add_argument("--out", type=Path, required=True)
@@ -326,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.cmd == "split":
-        make_split(args.data_yaml, args.out, args.every)
+        make_split(args.data_yaml, args.out, args.every, args.part)
     elif args.cmd == "run":
         if args.cache == "none":
             args.cache = None

@@ -1,12 +1,12 @@
 # job NAME DATASET(deeppcb|neu-det) MODEL SEED WORKERS [bench_accuracy run args...]
-# SPLIT_EVERY: every Nth image evaluates (default 5); CODE: the y9 tree the run uses (default $W/code; e.g. $W/old, a `git archive` of an older commit);
+# SPLIT_EVERY: every Nth image evaluates (default 5); SPLIT_PART: which of the N (default N-1; another part, a disjoint held-out set); CODE: the y9 tree the run uses (default $W/code; e.g. $W/old, a `git archive` of an older commit);
 # GPUS=N: the runs go to GPUs 0..N-1 in turn (CUDA_VISIBLE_DEVICES), by the number of runs started so far.
 job() {
   local name=$1 ds=$2 model=$3 seed=$4 workers=$5; shift 5
   local d=$W/jobs/$name code=${CODE:-$W/code} gpu=""
   mkdir -p $d
   cp -r $W/data/$ds $d/data
-  (cd $code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds --every ${SPLIT_EVERY:-5} > $d/split.log 2>&1)
+  (cd $code && python3 benchmarks/bench_accuracy.py split $d/data/data.yaml --out $d/splits/$ds --every ${SPLIT_EVERY:-5} ${SPLIT_PART:+--part $SPLIT_PART} > $d/split.log 2>&1)
   touch $W/times.txt
   [ -n "${GPUS:-}" ] && gpu="CUDA_VISIBLE_DEVICES=$(( $(grep -c " start " $W/times.txt) % GPUS ))"
   echo "$(date +%s) start $name $gpu" >> $W/times.txt

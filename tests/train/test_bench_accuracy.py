@@ -55,6 +55,18 @@ def test_split_sends_every_nth_sorted_image_to_eval_and_copies_nothing(split):
     assert len(YoloDataset.from_yaml(cfg, "train", augment=False, imgsz=64)) == 6
 
 
+def test_another_part_holds_out_a_disjoint_set_and_a_wrong_part_is_refused(split, tmp_path):
+    first = set(split.parent.joinpath("eval.txt").read_text().split())
+    other = bench.make_split(split.parent.parent / "src" / "data.yaml", tmp_path / "split1", every=4, part=1)
+    evals = other.parent.joinpath("eval.txt").read_text().split()
+    train = other.parent.joinpath("train.txt").read_text().split()
+    images = sorted((split.parent.parent / "src" / "images").glob("*.jpg"))
+    assert evals == [str(images[1].resolve()), str(images[5].resolve())] and not first & set(evals)
+    assert sorted(train + evals) == sorted(str(p.resolve()) for p in images)
+    with pytest.raises(SystemExit, match="--every 4 --part 4"):
+        bench.make_split(split.parent.parent / "src" / "data.yaml", tmp_path / "bad", every=4, part=4)
+
+
 def _args(*extra: str):
     return bench.build_parser().parse_args(["run", "--data", "d/data.yaml", "--out", "r", *extra])
 
