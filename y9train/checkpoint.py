@@ -67,7 +67,7 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(path)  # created as every output file is (0o644 less the umask), not mkstemp's 0o600
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     except OSError as exc:  # named by the file asked for (a read-only folder, a full disk)
         raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     try:
