@@ -87,13 +87,9 @@ def _kind_of(source: str | Path) -> str:
              **dict.fromkeys(ENGINE_SUFFIXES, "engine")}  # fmt: skip
     if suffix in kinds:
         if not path.is_file():
-            from y9deploy.model_file.official_weights import OFFICIAL
+            from y9.model_files import missing_model_message
 
-            by_name = f" Official weights by name: {', '.join(OFFICIAL)}." if path.name == str(source) else ""
-            raise FileNotFoundError(
-                f"model file {path} does not exist.{by_name}" if not path.exists() else f"model path {path} is a "
-                "folder, not a model file."
-            )
+            raise FileNotFoundError(missing_model_message(source))  # the CLI's words too (y9.model_files)
         return kinds[suffix]
     from y9train.models.config import MODEL_NAMES, unknown_model_message
 
@@ -125,10 +121,11 @@ class Model:
                 f"source is a {type(source).__name__}; expected a model name (gelan-s, ...) or the path of a .pt, "
                 ".onnx or .engine file."
             )
+        from y9.model_files import restricted_load
         from y9deploy.model_file.official_weights import is_official_name, weights_path
 
         if is_official_name(source):  # official weights by name ("yolov9-c.pt"): downloaded once, then cached
-            source = weights_path(source)
+            source = weights_path(source, verify=restricted_load)
         self._detector: Any = None
         self._detector_key: Any = None
         self._tracking: Any = None  # the tracks ``track(persist=True)`` keeps between calls

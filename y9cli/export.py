@@ -79,12 +79,12 @@ def register(app: typer.Typer) -> None:
         exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace the ONNX file if it exists.")] = False,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
+        from y9.model_files import model_file
         from y9cli.outputs import claim_file
         from y9deploy.export.onnx_export import export_onnx_report
-        from y9deploy.model_file.official_weights import weights_path
 
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
-        source = weights_path(source)  # official weights by name: downloaded once
+        source = model_file(source)  # official weights by name: downloaded once
         with claim_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file"):
             before = output.stat().st_mtime_ns if output.exists() else None
             on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")
