@@ -3,8 +3,8 @@
     path = model_file("gelan-c.pt")   # official weights by name: the cached download (made once, loaded before
                                       # it is kept); a file here: itself; a model file that is not here: one sentence
 
-The sentence for a missing model file is ``missing_model_message``: the API and the CLI (predict, val, export,
-train --weights, reparam, inspect, info, benchmark) say the same words, exit 2 on the CLI.
+The sentence for a model file named without a folder (``gelan-s.pt``) that is not here is ``missing_model_message``:
+the API and the CLI (predict, val, export, reparam, inspect, info, benchmark) say the same words, exit 2 on the CLI.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def model_file(source: str | os.PathLike) -> Path:
     """The file ``source`` names (module docstring).
 
     Raises:
-        FileNotFoundError: a model file (by its suffix) that does not exist, or a folder (``missing_model_message``).
+        FileNotFoundError: a bare model file name (``gelan-s.pt``) that is not here (``missing_model_message``); a
+            path with a folder is left to the loader, which names what it expected.
         WeightsDownloadError: an official name whose download failed or whose cached file is damaged.
     """
     from y9deploy.model_file.official_weights import is_official_name, weights_path
@@ -50,6 +51,6 @@ def model_file(source: str | os.PathLike) -> Path:
     if is_official_name(source):
         return weights_path(source, verify=restricted_load)
     path = Path(source)
-    if path.suffix.lower() in MODEL_SUFFIXES and not path.is_file():
+    if path.suffix.lower() in MODEL_SUFFIXES and path.name == str(source) and not path.exists():  # a bare name
         raise FileNotFoundError(missing_model_message(source))
     return path
