@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from http.client import HTTPException
 
+from y9core.errors import Y9Error
+
 DEADLINE_S = 1800.0  # 30 minutes for the whole file: about 100 kB/s for the largest official one
 READ_TIMEOUT_S = 30.0
 MAX_BYTES = 1 << 30  # 1 GiB
@@ -30,8 +32,9 @@ class _WriteFailed(Exception):
         self.error = error
 
 
-class FetchError(Exception):
-    """The server could not be reached, answered an error, was too slow, or sent too much or too little."""
+class FetchError(Y9Error):
+    """The server could not be reached, answered an error, was too slow, or sent too much or too little (the caller
+    turns it into its own sentence: ``official_weights.WeightsDownloadError``)."""
 
 
 def _write_all(fd: int, data: bytes) -> None:
