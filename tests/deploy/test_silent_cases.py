@@ -1,0 +1,40 @@
+"""Outputs and reports are what their names say (issue 57, items 5 and 7): each case that went through without a
+word is now refused in one sentence or named in a warning."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import shared_path, y9_output
+from y9deploy.facts import inspect_facts
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    from y9train.checkpoint import checkpoint_payload, save_checkpoint
+    from y9train.models import build_model
+
+    folder = tmp_path_factory.mktemp("pt")
+    model = build_model("gelan-t", nc=2).eval()
+    sealed = save_checkpoint(model, folder / "sealed.pt", imgsz=64)
+    bare = folder / "bare.pt"
+    torch.save(checkpoint_payload(model, bare, imgsz=64), bare)  # a y9 payload without its digest (an older y9)
+    return {"sealed": sealed, "bare": bare}
+
+
+def test_info_says_a_checkpoint_without_a_digest_was_not_checked(small):
+    assert inspect_facts(small["sealed"]).checked[0] == "zip CRCs, tensor digest and entry types of the checkpoint"
+    bare = inspect_facts(small["bare"]).checked[0]
+    assert "not checked: no tensor digest recorded" in bare and "tensor digest and" not in bare
+    official = inspect_facts(shared_path("fixtures", "official", "gelan-t-converted-official-format.pt")).checked[0]
+    assert "not checked: no digest" in official and "tensor digest and" not in official
+    res = y9_output("info", small["bare"])
+    assert res.returncode == 0 and "not checked: no tensor" in res.stdout  # in the table of y9 info
+
+
+@pytest.mark.parametrize("name", ["x.onnx", "x.txt", "x"])
+def test_reparam_refuses_an_output_that_is_not_a_pt_file(small, tmp_path, name):
+    res = y9_output("reparam", small["sealed"], tmp_path / name)
+    assert res.returncode == 2 and not (tmp_path / name).exists()
+    assert f"output {tmp_path / name} has suffix" in res.stderr and "expected .pt" in res.stderr
