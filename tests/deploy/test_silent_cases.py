@@ -38,3 +38,34 @@ def test_reparam_refuses_an_output_that_is_not_a_pt_file(small, tmp_path, name):
     res = y9_output("reparam", small["sealed"], tmp_path / name)
     assert res.returncode == 2 and not (tmp_path / name).exists()
     assert f"output {tmp_path / name} has suffix" in res.stderr and "expected .pt" in res.stderr
+
+
+def test_a_glob_through_a_folder_link_that_loops_visits_each_file_once(tmp_path):
+    import shutil
+
+    from tests.conftest import TEST_DATA
+    from y9deploy.pipelines.sources import expand_glob
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    shutil.copy(sorted(TEST_DATA.glob("*.jpg"))[0], folder / "a.jpg")
+    (folder / "loop").symlink_to(folder)
+    assert expand_glob(f"{folder}/**/*.jpg") == [folder / "a.jpg"]
+    res = y9_output("predict", f"{folder}/**/*.jpg", "--project", tmp_path, "--name", "p", "--device", "cpu")
+    assert res.returncode == 0, res.stderr
+    assert len((tmp_path / "p" / "predictions.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_tiff_of_several_pages_says_which_page_it_read(tmp_path):
+    import cv2
+    import numpy as np
+
+    pages = [np.full((64, 64, 3), v, np.uint8) for v in (40, 200, 90)]
+    tif = tmp_path / "scan.tif"
+    assert cv2.imwritemulti(str(tif), pages)
+    res = y9_output("predict", tif, "--no-save", "--device", "cpu")
+    assert res.returncode == 0, res.stderr
+    assert f"warning: {tif} is a TIFF of 3 pages; y9 read page 1 only" in " ".join(res.stderr.split())
+    single = tmp_path / "one.tif"
+    cv2.imwrite(str(single), pages[0])
+    assert "pages" not in y9_output("predict", single, "--no-save", "--device", "cpu").stderr

@@ -14,6 +14,7 @@ URL, or a live stream.
 from __future__ import annotations
 
 import glob
+import os
 import urllib.error
 import urllib.request
 from functools import lru_cache
@@ -109,12 +110,17 @@ def glob_root(pattern: str) -> Path:
 
 
 def expand_glob(pattern: str) -> list[Path]:
-    """The files a glob matches (``**`` recursive), sorted.
+    """The files a glob matches (``**`` recursive), sorted, each file once (however many links lead to it).
 
     Raises:
         FileNotFoundError: nothing matches.
     """
-    files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    files, seen = [], set()
+    for p in sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()):
+        real = os.path.realpath(p)  # a folder link that loops back (or two links to one file) yields it once
+        if real not in seen:
+            seen.add(real)
+            files.append(p)
     if not files:
         raise FileNotFoundError(f"no file matches {pattern}; expected a pattern such as 'photos/*.jpg'.")
     return files
