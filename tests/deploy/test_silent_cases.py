@@ -69,3 +69,61 @@ def test_a_tiff_of_several_pages_says_which_page_it_read(tmp_path):
     single = tmp_path / "one.tif"
     cv2.imwrite(str(single), pages[0])
     assert "pages" not in y9_output("predict", single, "--no-save", "--device", "cpu").stderr
+
+
+def _without_digest(src, dst):
+    import onnx
+
+    from y9deploy.model_file.onnx_digest import DIGEST_KEY
+
+    model = onnx.load(str(src))
+    kept = [p for p in model.metadata_props if p.key != DIGEST_KEY]
+    assert len(kept) < len(model.metadata_props) and any(p.key == "y9_version" for p in kept)
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def test_build_engine_of_a_y9_onnx_without_its_digest_warns_as_predict_does(small, tmp_path):
+    from y9core.model_facts import FactsWarning
+    from y9deploy import export_onnx
+    from y9deploy.engine.builder import build_engine_report
+
+    sealed = export_onnx(small["sealed"], tmp_path / "m.onnx", imgsz=64, simplify=False)
+    bare = _without_digest(sealed, tmp_path / "bare.onnx")
+    with pytest.warns(FactsWarning, match=r"bare.onnx was written by y9 but has no 'y9_digest' metadata entry"):
+        build_engine_report(bare, tmp_path / "bare.engine", target="sm89", batch=1)
+    assert (tmp_path / "bare.engine").is_file()
+
+
+def test_load_checkpoint_warns_when_class_names_repeat(tmp_path):
+    import warnings
+
+    from y9core.model_facts import FactsWarning
+    from y9train.checkpoint import load_checkpoint, save_checkpoint
+    from y9train.models import build_model
+
+    model = build_model("gelan-t", nc=80).eval()
+    model.names = ["person"] * 80
+    path = save_checkpoint(model, tmp_path / "same.pt", imgsz=64)
+    with pytest.warns(FactsWarning, match=r"same.pt: its class names repeat \('person' 80 times\)"):
+        load_checkpoint(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FactsWarning)
+        load_checkpoint(save_checkpoint(build_model("gelan-t", nc=2).eval(), tmp_path / "ok.pt", imgsz=64))
+
+
+def test_from_supervision_says_when_one_class_id_has_two_names():
+    import numpy as np
+    import supervision as sv
+
+    from y9core.model_facts import FactsWarning
+    from y9deploy import Detections
+
+    sv_dets = sv.Detections(xyxy=np.array([[0, 0, 10, 10], [5, 5, 20, 20]], np.float32),
+                            confidence=np.array([0.9, 0.8], np.float32), class_id=np.array([0, 0]),
+                            data={"class_name": np.array(["cat", "dog"])})  # fmt: skip
+    with pytest.warns(FactsWarning, match=r"names class 0 both 'cat' and 'dog'; y9 keeps 'cat'"):
+        dets = Detections.from_supervision(sv_dets)
+    assert dets.names[0] == "cat"
