@@ -108,10 +108,13 @@ def test_an_endless_body_stops_at_the_size_cap(server, monkeypatch):
     assert said.startswith("cannot download gelan-c.pt from http://127.0.0.1:")
     server.mode = "huge"  # announced above the cap: refused before the body is read
     _refused(server, match=r"announces 41943040 bytes, more than the 4194304 bytes y9 accepts", seconds=5)
+    server.mode = "endless"
+    monkeypatch.setenv(dl.MAX_MB_ENV, "2")  # the documented setting
+    _refused(server, match=r"the body goes on past 2097152 bytes", seconds=20)
 
 
 def test_a_server_that_drips_meets_the_total_deadline(server, monkeypatch):
-    monkeypatch.setattr(dl, "DEADLINE_S", 1.5)
+    monkeypatch.setenv(dl.DEADLINE_ENV, "1.5")
     server.mode = "drip"
     _refused(server, match=r"bytes arrived in the 1.5 s allowed for the whole file", seconds=6)
 

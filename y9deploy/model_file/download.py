@@ -2,10 +2,12 @@
 
     fetch(url, fd, deadline_s=DEADLINE_S, max_bytes=MAX_BYTES, progress=report)   # -> bytes written
 
-- a total deadline (``DEADLINE_S``), checked between reads; each read waits at most ``READ_TIMEOUT_S``, and reads
-  return what has arrived (``read1``), so a server that drips a byte at a time meets the deadline like any other;
-- a size cap (``MAX_BYTES``, well above the largest official file): a ``Content-Length`` above it is refused before
-  the body is read, and a body that grows past it (an endless one) is cut off there;
+- a total deadline (``DEADLINE_S``; ``$Y9_WEIGHTS_DEADLINE_S`` sets another), checked between reads; each read
+  waits at most ``READ_TIMEOUT_S``, and reads return what has arrived (``read1``), so a server that drips a byte at
+  a time meets the deadline like any other;
+- a size cap (``MAX_BYTES``, well above the largest official file; ``$Y9_WEIGHTS_MAX_MB`` sets another): a
+  ``Content-Length`` above it is refused before the body is read, and a body that grows past it (an endless one) is
+  cut off there;
 - the length received is compared with ``Content-Length`` when the server sent one;
 - a failure of the network is a ``FetchError`` (the caller says "offline ..."); a failure to WRITE the file (a
   full disk, a read-only folder, a file-size limit) is the ``OSError`` itself, so that it is reported as what it is.
@@ -21,10 +23,25 @@ from http.client import HTTPException
 
 from y9core.errors import Y9Error
 
-DEADLINE_S = 1800.0  # 30 minutes for the whole file: about 100 kB/s for the largest official one
+DEADLINE_S = 1800.0  # 30 minutes for the whole file
 READ_TIMEOUT_S = 30.0
 MAX_BYTES = 1 << 30  # 1 GiB
 CHUNK = 1 << 20
+DEADLINE_ENV, MAX_MB_ENV = "Y9_WEIGHTS_DEADLINE_S", "Y9_WEIGHTS_MAX_MB"  # a slow link, a mirror of bigger files
+
+
+def _setting(env: str, default: float) -> float:
+    """A positive number from the environment variable ``env``, else ``default``; one sentence when malformed."""
+    text = os.environ.get(env, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{env}={text!r} is not a positive number; expected e.g. {env}={default:g}.")
+    return value
 
 
 class _WriteFailed(Exception):
@@ -58,8 +75,8 @@ def fetch(
         FetchError: a network failure, the deadline passed, the size cap or the Content-Length not respected.
         OSError: writing ``fd`` failed.
     """
-    deadline_s = DEADLINE_S if deadline_s is None else deadline_s
-    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    deadline_s = _setting(DEADLINE_ENV, DEADLINE_S) if deadline_s is None else deadline_s
+    max_bytes = int(_setting(MAX_MB_ENV, MAX_BYTES / 2**20) * 2**20) if max_bytes is None else max_bytes
     start = time.monotonic()
     done = 0
     try:
