@@ -94,9 +94,9 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
         mode, body = self.server.mode, WEIGHTS.read_bytes()
         self.send_response(200)
         try:
-            if mode == "endless":
+            if mode == "endless":  # "endless": 1 GiB at most, so that code without a cap cannot fill the disk
                 self.end_headers()
-                while True:
+                for _ in range(1 << 14):
                     self.wfile.write(b"\0" * 65536)
             elif mode == "drip":
                 self.send_header("Content-Length", str(len(body)))
