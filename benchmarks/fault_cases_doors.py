@@ -110,8 +110,8 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"<!doctype html><html><body>Sign in</body></html>")
             else:
                 cut = {"short": len(body) // 2, "cut": len(body) // 2, "long": len(body) // 2}.get(mode, len(body))
-                if mode != "cut":
-                    self.send_header("Content-Length", str(cut))
+                if mode != "cut":  # "short" announces the whole file and sends half of it
+                    self.send_header("Content-Length", str(len(body) if mode == "short" else cut))
                 self.end_headers()
                 self.wfile.write(body if mode in ("long", "whole") else body[:cut])
         except (BrokenPipeError, ConnectionResetError):
