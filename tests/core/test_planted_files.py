@@ -141,3 +141,25 @@ def test_inspect_with_exist_ok_refuses_a_planted_audit_log(tmp_path, thesis, cap
     err = capsys.readouterr().err
     assert f"{log} is a symbolic link" in err and SECRET.strip() not in err
     assert thesis.read_text() == SECRET
+
+
+def test_results_csv_is_never_written_through_a_planted_temporary(tmp_path, thesis):
+    from y9train.reporting import read_csv, write_results_csv
+
+    (tmp_path / "results.csv.tmp").symlink_to(thesis)  # the temporary name of earlier versions
+    write_results_csv(tmp_path / "results.csv", [{"epoch": 1, "loss": 0.5}])
+    assert thesis.read_text() == SECRET
+    assert read_csv(tmp_path / "results.csv") == [{"epoch": 1.0, "loss": 0.5}]
+
+
+def test_a_label_file_planted_as_a_link_is_replaced_not_followed(tmp_path, thesis):
+    from tests.deploy.runtime_support import export_tiny_onnx
+
+    tiny = export_tiny_onnx(tmp_path / "tiny.onnx")
+    args = ["predict", IMAGE, "-m", tiny, "--project", tmp_path, "--name", "o", "--save-txt", "--device", "cpu"]
+    assert run_y9(args) == 0
+    (label,) = (tmp_path / "o" / "labels").iterdir()
+    label.unlink()
+    label.symlink_to(thesis)
+    assert run_y9([*args, "--exist-ok"]) == 0
+    assert thesis.read_text() == SECRET
