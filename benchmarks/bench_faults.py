@@ -57,7 +57,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--code", type=Path, default=REPO, help="checkout whose y9 runs (default: this one)")
     ap.add_argument("--only", default=None, help="run only the cases whose name holds this text")
-    ap.add_argument("--groups", default=None, help="run only the groups whose name holds this text (e.g. 46.)")
+    ap.add_argument("--groups", default=None, help="run only the groups whose name holds this text (e.g. 46.; several: 57.1,57.2)")
     ap.add_argument("--json-out", type=Path, default=None, help="write every case's outcome here")
     ap.add_argument("--keep", action="store_true", help="keep the case folders (printed)")
     args = ap.parse_args()
@@ -69,7 +69,7 @@ def main() -> int:
     rows: list[tuple[str, Outcome, float]] = []
     t_all = time.perf_counter()
     for group, cases in GROUPS.items():
-        if args.groups and args.groups not in group:
+        if args.groups and not any(g in group for g in args.groups.split(",")):
             continue
         for k, (name, case) in enumerate(cases):
             if args.only and args.only not in name:
