@@ -153,9 +153,9 @@ def download(mode: str, what: str, words: list[str], *, env: dict[str, str] | No
             srv.server_close()
         left = sorted(p.name for p in cache.iterdir())
         published = (cache / "gelan-c.pt").is_file() and planted is None and mode != "whole"
-        if stale_part:
-            return judge(f"download: {what}", run, words, expect="report",
-                         intact=not [n for n in left if n.endswith(".part")])  # fmt: skip
+        if stale_part:  # a .part left behind for ever: silent
+            gone = not [n for n in left if n.endswith(".part")]
+            return judge(f"download: {what}", run, words if gone else [".part removed"], expect="report")
         return judge(f"download: {what}", run, words, expect="error", intact=not published)
 
     return case
