@@ -120,13 +120,15 @@ def tiff_pages(ctx: Context, d: Path) -> Outcome:
 
 def api_case(name: str, code: str, words: list[str], expect: str = "error"):
     """``code`` with IMAGE (a photo copied into the case folder, checked byte for byte after), ONNX (the tiny
-    detector) and DATA (a two-image data.yaml) filled in."""
+    detector), 'PT' (a trained y9 checkpoint) and DATA (a two-image data.yaml) filled in."""
 
     def case(ctx: Context, d: Path) -> Outcome:
         shutil.copy(PHOTOS[0], d / PHOTOS[0].name)
         before = (d / PHOTOS[0].name).read_bytes()
         data = coco_pair_dataset(d / "data") if "DATA" in code else None
+        pt = trained_run(ctx, d / "ref") / "weights" / "last.pt" if "'PT'" in code else None
         code_ = code.replace("IMAGE", PHOTOS[0].name).replace("ONNX", str(ctx.onnx)).replace("DATA", str(data))
+        code_ = code_.replace("'PT'", repr(str(pt)))
         run = _api(ctx, d, code_)
         return judge(f"API: {name}", run, words, expect=expect, intact=(d / PHOTOS[0].name).read_bytes() == before)
 
@@ -181,7 +183,7 @@ OUTPUT_CASES = [
                                         "save='no')", ["save", "'no'"])),
     ("API train(imgsz='big')", api_case("train(imgsz='big')", "import y9\ny9.Model('gelan-t').train(data='DATA',"
                                         " imgsz='big', epochs=1, batch=2, device='cpu', workers=0)", ["imgsz", "'big'"])),
-    ("API export(opset='new')", api_case("export(opset='new')", "import y9\ny9.Model('gelan-t').export('m.onnx', "
+    ("API export(opset='new')", api_case("export(opset='new')", "import y9\ny9.Model('PT').export('m.onnx', "
                                          "opset='new')", ["opset", "'new'"])),
 ]  # fmt: skip
 LEFTOVER_CASES = [
