@@ -56,7 +56,7 @@ def cpu_model() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--code", type=Path, default=REPO, help="checkout whose y9 runs (default: this one)")
-    ap.add_argument("--only", default=None, help="run only the cases whose name holds this text")
+    ap.add_argument("--only", default=None, help="run only the cases whose name holds this text (several: comma-separated)")
     ap.add_argument("--groups", default=None, help="run only the groups whose name holds this text (e.g. 46.; several: 57.1,57.2)")
     ap.add_argument("--json-out", type=Path, default=None, help="write every case's outcome here")
     ap.add_argument("--keep", action="store_true", help="keep the case folders (printed)")
@@ -72,7 +72,7 @@ def main() -> int:
         if args.groups and not any(g in group for g in args.groups.split(",")):
             continue
         for k, (name, case) in enumerate(cases):
-            if args.only and args.only not in name:
+            if args.only and not any(w in name for w in args.only.split(",")):
                 continue
             folder = root / f"{group.split()[0].replace('+', '-')}-{k}"
             folder.mkdir()
