@@ -141,6 +141,7 @@ def download(mode: str, what: str, words: list[str], *, env: dict[str, str] | No
             gone = subprocess.Popen([sys.executable, "-c", "pass"])
             gone.wait()
             (cache / f".gelan-c.pt.{gone.pid}.part").write_bytes(b"x" * 4096)
+        (d / "rules.yaml").write_text("rules:\n  - {name: few, max: 1000}\n")
         url = f"http://127.0.0.1:{srv.server_port}/" if mode != "offline" else "http://127.0.0.1:9/"
         args = {"predict": ["predict", str(PHOTOS[0]), "-m", "gelan-c.pt", "--no-save"],
                 "reparam": ["reparam", "gelan-c.pt", str(d / "r.pt")],
