@@ -181,7 +181,12 @@ def train_command(
     progress = _Progress()
     on_interrupt(progress.kept, progress.go_on)
     callbacks = {"on_pretrain_routine_start": [progress.started]}  # the run folder as soon as it is taken
-    result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
+    values = {**option_values(ctx), "device": device}
+    if isinstance(values.get("model"), str) and values["model"].lower().endswith((".pt", ".pth")):
+        from y9.model_files import model_file
+
+        values["model"] = str(model_file(values["model"]))  # official weights by name: downloaded once
+    result = train(**train_kwargs(**values), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
         if result.timing is not None:  # timing.json gets the time after fit too, up to the interpreter's exit
             result.timing.record_exit(result.save_dir)

@@ -173,7 +173,7 @@ def test_a_write_failure_is_said_as_such_not_as_offline(server):
     assert ".gelan-c.pt." in error[0]  # the file it was writing
 
 
-@pytest.mark.parametrize("command", ["predict", "reparam", "inspect", "info", "val"])
+@pytest.mark.parametrize("command", ["predict", "reparam", "inspect", "info", "val", "train"])
 def test_every_command_that_takes_a_model_file_takes_an_official_name(server, command, tmp_path):
     monkey_offline = "http://127.0.0.1:9/"  # nothing listens there: every command must say where to put the file
     os.environ[ow.URL_ENV] = monkey_offline
@@ -182,7 +182,8 @@ def test_every_command_that_takes_a_model_file_takes_an_official_name(server, co
             "reparam": ["reparam", "gelan-c.pt", tmp_path / "r.pt"],
             "inspect": ["inspect", image, "-m", "gelan-c.pt", "--rules", tmp_path / "rules.yaml"],
             "info": ["info", "gelan-c.pt"],
-            "val": ["val", "--data", tmp_path / "data.yaml", "--model", "gelan-c.pt"]}[command]  # fmt: skip
+            "val": ["val", "--data", tmp_path / "data.yaml", "--model", "gelan-c.pt"],
+            "train": ["train", "--data", tmp_path / "data.yaml", "--model", "gelan-c.pt"]}[command]  # fmt: skip
     res = y9_output(*args)
     assert res.returncode == 2, res.stderr
     assert f"put it at {server.cache / 'gelan-c.pt'}" in " ".join(res.stderr.split()), res.stderr
@@ -193,10 +194,11 @@ def test_every_command_that_takes_a_model_file_takes_an_official_name(server, co
     assert " ".join(res.stderr.split()) == "error: " + " ".join(api.split())  # the API's sentence, word for word
 
 
-@pytest.mark.parametrize("command", ["predict", "reparam", "export", "info"])
+@pytest.mark.parametrize("command", ["predict", "reparam", "export", "info", "train"])
 def test_a_missing_bare_model_name_gives_the_apis_sentence(command, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     args = {"predict": ["predict", TEST_DATA / "000000000009.jpg", "-m", "gelan-s.pt", "--no-save"],
+            "train": ["train", "--data", shared_path("datasets", "coco8", "data.yaml"), "--model", "gelan-s.pt"],
             "reparam": ["reparam", "gelan-s.pt", tmp_path / "r.pt"],
             "export": ["export", "gelan-s.pt"],
             "info": ["info", "gelan-s.pt"]}[command]  # fmt: skip
