@@ -4,7 +4,8 @@
                                       # it is kept); a file here: itself; a model file that is not here: one sentence
 
 The sentence for a model file named without a folder (``gelan-s.pt``) that is not here is ``missing_model_message``:
-the API and the CLI (predict, val, export, reparam, inspect, info, benchmark) say the same words, exit 2 on the CLI.
+the API and the CLI (predict, val, export, reparam, inspect, info, benchmark, train) say the same words, exit 2 on the
+CLI.
 """
 
 from __future__ import annotations
