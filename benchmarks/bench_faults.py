@@ -1,6 +1,7 @@
 """Fault run of issue 34 (items 3, 4, 5, 8, 9): hostile images and videos, a file-size limit, damaged caches, YAML
 and label bombs, dataset oddities; and of issue 46: two writers of one file, damaged resume state and tagged YAML,
-bad values at the boundary of Detections, unwarned oddities, messages, geometry options. Each case runs the real ``y9`` command in a child process and is counted as
+bad values at the boundary of Detections, unwarned oddities, messages, geometry options; and of issue 57: planted
+links in y9's own files, hostile downloads, list files, model configs out of bounds, outputs and reports. Each case runs the real ``y9`` command in a child process and is counted as
 ``crash`` / ``loss`` / ``silent`` / ``clear`` (``fault_cases.py`` says how each is decided: a peak resident memory
 over 500 MB counts as a crash).
 
@@ -29,14 +30,18 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from fault_cases import CACHE_CASES, DISK_CASES, IMAGE_CASES, Context, Outcome  # noqa: E402
+from fault_cases_doors import DOOR_CASES, DOWNLOAD_CASES, LIST_CASES  # noqa: E402
 from fault_cases_input import BOUND_CASES, WARN_CASES  # noqa: E402
+from fault_cases_outputs import CONFIG_CASES, LEFTOVER_CASES, OUTPUT_CASES  # noqa: E402
 from fault_cases_values import DETECTION_CASES, GEOMETRY_CASES, MESSAGE_CASES, NOTE_CASES  # noqa: E402
 from fault_cases_writers import RESUME_YAML_CASES, WRITER_CASES  # noqa: E402
 
 GROUPS = {"images (34.3)": IMAGE_CASES, "disk (34.4)": DISK_CASES, "caches (34.5)": CACHE_CASES,
           "bounds (34.8)": BOUND_CASES, "warnings (34.9)": WARN_CASES, "writers (46.1)": WRITER_CASES,
           "resume+yaml (46.2)": RESUME_YAML_CASES, "detections (46.3)": DETECTION_CASES,
-          "notes (46.3)": NOTE_CASES, "messages (46.3)": MESSAGE_CASES, "geometry (46.4)": GEOMETRY_CASES}  # fmt: skip
+          "notes (46.3)": NOTE_CASES, "messages (46.3)": MESSAGE_CASES, "geometry (46.4)": GEOMETRY_CASES,
+          "doors (57.1)": DOOR_CASES, "downloads (57.2)": DOWNLOAD_CASES, "lists (57.3)": LIST_CASES,
+          "configs (57.4)": CONFIG_CASES, "outputs (57.5-6)": OUTPUT_CASES, "leftovers (57.7)": LEFTOVER_CASES}  # fmt: skip
 OUTCOMES = ("crash", "loss", "silent", "clear")
 
 
@@ -51,8 +56,8 @@ def cpu_model() -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--code", type=Path, default=REPO, help="checkout whose y9 runs (default: this one)")
-    ap.add_argument("--only", default=None, help="run only the cases whose name holds this text")
-    ap.add_argument("--groups", default=None, help="run only the groups whose name holds this text (e.g. 46.)")
+    ap.add_argument("--only", default=None, help="run only the cases whose name holds this text (several: comma-separated)")
+    ap.add_argument("--groups", default=None, help="run only the groups whose name holds this text (e.g. 46.; several: 57.1,57.2)")
     ap.add_argument("--json-out", type=Path, default=None, help="write every case's outcome here")
     ap.add_argument("--keep", action="store_true", help="keep the case folders (printed)")
     args = ap.parse_args()
@@ -64,10 +69,10 @@ def main() -> int:
     rows: list[tuple[str, Outcome, float]] = []
     t_all = time.perf_counter()
     for group, cases in GROUPS.items():
-        if args.groups and args.groups not in group:
+        if args.groups and not any(g in group for g in args.groups.split(",")):
             continue
         for k, (name, case) in enumerate(cases):
-            if args.only and args.only not in name:
+            if args.only and not any(w in name for w in args.only.split(",")):
                 continue
             folder = root / f"{group.split()[0].replace('+', '-')}-{k}"
             folder.mkdir()

@@ -60,10 +60,11 @@ class Model:
                 f"source is a {type(source).__name__}; expected a model name (gelan-s, ...) or the path of a .pt, "
                 ".onnx or .engine file."
             )
+        from y9.model_files import restricted_load
         from y9deploy.model_file.official_weights import is_official_name, weights_path
 
         if is_official_name(source):  # official weights by name ("yolov9-c.pt"): downloaded once, then cached
-            source = weights_path(source)
+            source = weights_path(source, verify=restricted_load)
         self._detector: Any = None
         self._detector_key: Any = None
         self._tracking: Any = None  # the tracks ``track(persist=True)`` keeps between calls

@@ -70,13 +70,9 @@ def kind_of(source: str | Path) -> str:
              **dict.fromkeys(ENGINE_SUFFIXES, "engine")}  # fmt: skip
     if suffix in kinds:
         if not path.is_file():
-            from y9deploy.model_file.official_weights import OFFICIAL
+            from y9.model_files import missing_model_message
 
-            by_name = f" Official weights by name: {', '.join(OFFICIAL)}." if path.name == str(source) else ""
-            raise FileNotFoundError(
-                f"model file {path} does not exist.{by_name}" if not path.exists() else f"model path {path} is a "
-                "folder, not a model file."
-            )
+            raise FileNotFoundError(missing_model_message(source))  # the CLI's words too (y9.model_files)
         return kinds[suffix]
     from y9train.models.config import MODEL_NAMES, unknown_model_message
 

@@ -84,9 +84,9 @@ def register(app: typer.Typer) -> None:
                 # never over an input; one writer at a time (replacing an earlier JSON is the point of --json)
                 hold.enter_context(claim_file(json_out, inputs=inputs, exist_ok=True, what="--json file"))
                 ensure_writable(json_out)  # before the benchmark, not after it
-            from y9deploy.model_file.official_weights import weights_path
+            from y9.model_files import model_file
 
-            models = [weights_path(m) for m in models]  # official weights by name: downloaded once
+            models = [model_file(m) for m in models]  # official weights by name: downloaded once
             frames = None
             if source is not None:
                 from y9deploy.runtime.image_file import read_image

@@ -116,20 +116,21 @@ def register(app: typer.Typer) -> None:
         ] = 1.0,
     ) -> None:
         """Export a checkpoint to ONNX (re-parameterized, fused, simplified, checked against torch)."""
+        from y9.model_files import model_file
         from y9cli.outputs import claim_file
         from y9deploy.export.onnx_export import export_onnx_report
         from y9deploy.export.target import check_suffix
-        from y9deploy.model_file.official_weights import weights_path
 
         if int8:
             if half or end2end:
                 raise typer.BadParameter("--int8 makes a QDQ INT8 model with float input and raw output; drop --half "
                                          "and --end2end (an engine or the host runs the NMS).")  # fmt: skip
-            return _export_int8(source, output, calib, calib_images, calib_method, int8_keep, int8_max_drop, exist_ok,
+            output = check_suffix(output, "onnx") if output is not None else None  # e2.pt, x.txt refused
+            return _export_int8(model_file(source), output, calib, calib_images, calib_method, int8_keep, int8_max_drop, exist_ok,
                                 imgsz)  # fmt: skip
         output = output if output is not None else default_output(source)  # by name: here, not in the cache
         check_suffix(output, "onnx")  # an ONNX under another name (e2.pt, x.txt) is refused
-        source = weights_path(source)  # official weights by name: downloaded once
+        source = model_file(source)  # official weights by name: downloaded once
         with claim_file(output, inputs=[source, *(check_images or [])], exist_ok=exist_ok, what="output ONNX file"):
             before = output.stat().st_mtime_ns if output.exists() else None
             on_interrupt(lambda: _kept(output, before), lambda: f"to export again: {command_line()}")

@@ -81,9 +81,9 @@ def info(
     from rich.console import Console
     from rich.table import Table
 
-    from y9deploy.model_file.official_weights import weights_path
+    from y9.model_files import model_file
 
-    model = str(weights_path(model)) if model.lower().endswith(".pt") else model  # official weights by name
+    model = str(model_file(model)) if model.lower().endswith(".pt") else model  # official weights by name
     report = None
     if model.lower().endswith(ARTIFACT_SUFFIXES) or Path(model).is_dir():
         from y9deploy.facts import inspect_facts

@@ -67,6 +67,9 @@ def register(app: typer.Typer) -> None:
             line = typer.style(v.verdict.upper(), fg=colour) + f" {v.item}"
             typer.echo(line + (f": {'; '.join(v.reasons)}" if v.reasons else ""))
 
+        from y9.model_files import model_file
+
+        model = model_file(model)  # official weights by name (-m gelan-c.pt): downloaded once
         run = run_folder("inspect", project=project, name=name, exist_ok=exist_ok, legacy=out, legacy_flag="--out",
                          inputs=[*source_roots(source), model, rules])  # fmt: skip
         audit = f"{run.path / 'audit.csv'} and audit.jsonl"

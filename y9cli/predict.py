@@ -182,9 +182,9 @@ def register(app: typer.Typer) -> None:
             model = default_model_path()
             note(DEMO_NOTE)
         else:
-            from y9deploy.model_file.official_weights import weights_path
+            from y9.model_files import model_file
 
-            model = weights_path(model)  # official weights by name (-m yolov9-c.pt): downloaded once
+            model = model_file(model)  # official weights by name (-m yolov9-c.pt): downloaded once
         if resume and (name is None or no_save):
             raise typer.BadParameter("--resume goes on with a named run folder; expected --name NAME (and no --no-save).")
         filters = _filters(classes, class_conf)

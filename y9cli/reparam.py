@@ -17,9 +17,12 @@ def reparam(
     exist_ok: Annotated[bool, typer.Option("--exist-ok", help="Replace OUTPUT if it exists.")] = False,
 ) -> None:
     """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
+    from y9.model_files import model_file
     from y9cli.outputs import claim_file
-    from y9train.reparam_checkpoint import reparameterize_checkpoint
+    from y9train.reparam_checkpoint import check_output_suffix, reparameterize_checkpoint
 
+    check_output_suffix(output)  # before anything is downloaded or locked
+    source = model_file(source)  # official weights by name (yolov9-c.pt): downloaded once
     with claim_file(output, inputs=[source], exist_ok=exist_ok, what="output checkpoint"):
         result = reparameterize_checkpoint(source, output, fuse_layers=fuse)
     typer.echo(

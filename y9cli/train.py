@@ -181,7 +181,12 @@ def train_command(
     progress = _Progress()
     on_interrupt(progress.kept, progress.go_on)
     callbacks = {"on_pretrain_routine_start": [progress.started]}  # the run folder as soon as it is taken
-    result = train(**train_kwargs(**{**option_values(ctx), "device": device}), callbacks=callbacks)
+    values = {**option_values(ctx), "device": device}
+    if isinstance(values.get("model"), str) and values["model"].lower().endswith((".pt", ".pth")):
+        from y9.model_files import model_file
+
+        values["model"] = str(model_file(values["model"]))  # official weights by name: downloaded once
+    result = train(**train_kwargs(**values), callbacks=callbacks)
     if os.environ.get("RANK", "0") == "0":  # torchrun: rank 0 reports
         if result.timing is not None:  # timing.json gets the time after fit too, up to the interpreter's exit
             result.timing.record_exit(result.save_dir)
@@ -267,11 +272,11 @@ def val_command(
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split;
     metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
+    from y9.model_files import model_file
     from y9.val import val_model
     from y9core.val_report import write_val_report
-    from y9deploy.model_file.official_weights import weights_path
 
-    model = weights_path(model)  # official weights by name: downloaded once
+    model = model_file(model)  # official weights by name: downloaded once; a missing file: the API's sentence
 
     run = run_folder("val", project=project, name=name, exist_ok=exist_ok, inputs=[data, model])
     with writing(run, reuse="files of the same name are replaced"):

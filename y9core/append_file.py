@@ -16,6 +16,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from y9core.own_file import open_own
+
 
 def named(exc: OSError, path: str | os.PathLike) -> OSError:
     """``exc`` as the same OSError subclass naming ``path`` (a failed ``write`` names no file by itself)."""
@@ -32,15 +34,15 @@ class AppendFile:
         fresh: start it empty (a new run's results); False appends to what is there (an audit log).
         durable: fsync after every append.
     Raises:
-        OSError naming ``path`` when it cannot be opened.
+        OSError naming ``path`` when it cannot be opened; OutputError when it is a link or not a plain file.
     """
 
     def __init__(self, path: str | os.PathLike, *, fresh: bool = False, durable: bool = False) -> None:
         self.path = Path(path)
         self.durable = durable
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if fresh else 0)
-        try:
-            self._fd: int | None = os.open(self.path, flags, 0o644)
+        try:  # a symbolic link, hard link or FIFO planted under the log's name is refused (y9core.own_file)
+            self._fd: int | None = open_own(self.path, flags, what="log")
         except OSError as exc:
             raise named(exc, self.path) from exc
 

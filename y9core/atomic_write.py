@@ -89,7 +89,7 @@ def atomic_write(
     tmp = temporary_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)  # its error names the folder
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise _renamed(exc, path) from exc
     try:
@@ -122,7 +122,7 @@ def ensure_writable(path: str | os.PathLike) -> Path:
     tmp = temporary_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)  # its error names the folder
     try:
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644))
         tmp.unlink()
     except OSError as exc:
         raise _renamed(exc, path) from exc

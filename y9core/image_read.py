@@ -221,7 +221,24 @@ def load_image(
             raise ImageFileError(path, f"has corrupt JPEG data (libjpeg: {match.group(0).strip()!r})")
     if img is None:
         raise ImageFileError(path, "cannot be decoded as an image (OpenCV read nothing)")
+    if header.format == "TIFF":
+        _warn_pages(path)
     return LoadedImage(img, header)
+
+
+def _warn_pages(path: str | os.PathLike) -> None:
+    """A TIFF of several pages: say that its first page is the one read (not silently one of many)."""
+    try:
+        pages = int(cv2.imcount(os.fspath(path)))
+    except (cv2.error, OSError, ValueError):
+        return
+    if pages > 1:
+        import warnings
+
+        from y9core.errors import Y9Notice
+
+        warnings.warn(f"{path} is a TIFF of {pages} pages; y9 read page 1 only (save each page as its own file to "
+                      "use them all).", Y9Notice, stacklevel=2)  # fmt: skip
 
 
 def decode_image(path: str | os.PathLike, flags: int = cv2.IMREAD_COLOR, **kwargs) -> np.ndarray:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from y9core.errors import OutputError
+from y9core.own_file import foreign_lock, open_own
 
 LOCK_NAME = ".y9.lock"
 EXIST_OK_FLAG = "--exist-ok"
@@ -288,7 +289,7 @@ class RunLock:
         return self._fd is not None
 
     def _refuse(self, holder: str) -> OutputError:
-        who = holder.strip() or "a process that left no details"
+        who = holder.strip() if _recorded(holder)[0] is not None else "a process that left no details"
         if self.subject is not None:
             return OutputError(
                 f"{self.subject} is being written by another y9 process ({who}); expected one writer per file: wait "
@@ -306,7 +307,7 @@ class RunLock:
 
         self.folder.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_own(self.path, os.O_RDWR | os.O_CREAT)  # a planted link or file: refused, not followed
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -326,6 +327,9 @@ class RunLock:
                 break
             os.close(fd)
         previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+        if previous and _recorded(previous)[0] is None:  # not a lock y9 wrote: neither quoted nor replaced
+            os.close(fd)
+            raise foreign_lock(self.path)
         self._fd = fd
         self._write_holder(fd)
         if previous:
@@ -348,13 +352,17 @@ class RunLock:
         self._flock = False
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = open_own(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
             except FileExistsError:
                 try:
-                    previous = self.path.read_text(encoding="utf-8", errors="replace").strip()
+                    fd = open_own(self.path, os.O_RDONLY)
                 except FileNotFoundError:
                     continue
+                previous = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+                os.close(fd)
                 pid, host = _recorded(previous)
+                if previous and pid is None:
+                    raise foreign_lock(self.path) from None
                 if pid is None or host != socket.gethostname() or _pid_alive(pid):
                     raise self._refuse(previous) from None
                 self.path.unlink(missing_ok=True)

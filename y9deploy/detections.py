@@ -300,7 +300,7 @@ class Detections:
             names = {}
             labels = getattr(detections, "data", {}).get("class_name")
             if labels is not None:
-                names = {int(c): str(n) for c, n in zip(detections.class_id, labels)}
+                names = _names_of(detections.class_id, labels)
         return cls(detections.xyxy, detections.confidence, detections.class_id, names)
 
     def annotate(self, frame: np.ndarray, **options: Any) -> np.ndarray:
@@ -309,6 +309,20 @@ class Detections:
         from y9deploy.draw import draw_detections
 
         return draw_detections(frame, self, **options)
+
+
+def _names_of(class_ids: Any, labels: Any) -> dict[int, str]:
+    """``{class id: name}`` from supervision's per-box ``class_name``: the first name of each id; an id named two
+    ways is said in one warning (one of its names would be dropped)."""
+    names: dict[int, str] = {}
+    for c, n in zip(class_ids, labels):
+        first = names.setdefault(int(c), str(n))
+        if first != str(n):
+            warnings.warn(f"the supervision Detections names class {int(c)} both {quoted(first, 40)} and "
+                          f"{quoted(str(n), 40)}; y9 keeps {quoted(first, 40)} (expected one name per class id: pass "
+                          "names=... to choose).", FactsWarning, stacklevel=4)  # fmt: skip
+            break
+    return names
 
 
 def _import_supervision() -> Any:

@@ -70,11 +70,16 @@ def inspect_facts(path: str | os.PathLike) -> FactsReport:
 
 
 def _checkpoint(path: Path) -> FactsReport:
-    from y9deploy.runtime.torch_backend import checkpoint_facts
+    from y9deploy.runtime.torch_backend import checkpoint_digest, checkpoint_facts
 
     facts = checkpoint_facts(path)
+    digest = checkpoint_digest(path)
     return FactsReport(path, "checkpoint", facts, (
-        "zip CRCs, tensor digest and entry types of the checkpoint",
+        {"verified": "zip CRCs, tensor digest and entry types of the checkpoint",
+         "none": "zip CRCs and entry types of the checkpoint; not checked: no tensor digest recorded (written by an "
+                 "older y9, or edited)",
+         "official": "zip CRCs of the checkpoint; not checked: no digest (a checkpoint not written by y9 records "
+                     "none)"}[digest],
         "class names: one per class of the model's head; strides: the architecture's",
         "source sha256: this file's",
     ))  # fmt: skip

@@ -67,7 +67,7 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(path)  # created as every output file is (0o644 less the umask), not mkstemp's 0o600
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     except OSError as exc:  # named by the file asked for (a read-only folder, a full disk)
         raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     try:
@@ -280,6 +280,22 @@ def model_from_payload(payload: Mapping[str, Any], origin: str) -> YOLO:
     return model.float().eval()
 
 
+def _warn_repeated_names(names: list[str], path: Path) -> None:
+    """A checkpoint whose class names repeat a name is loaded with one warning (``FactsWarning``) that says so."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    repeated = [(n, k) for n, k in counts.items() if k > 1]
+    if repeated:
+        import warnings
+
+        from y9core.model_facts import FactsWarning
+
+        shown = ", ".join(f"{n[:40]!r} {k} times" for n, k in repeated[:3]) + (" ..." if len(repeated) > 3 else "")
+        warnings.warn(f"{path}: its class names repeat ({shown}): detections of those classes cannot be told apart "
+                      "by name; expected distinct class names.", FactsWarning, stacklevel=3)  # fmt: skip
+
+
 def load_checkpoint(path: str | Path) -> nn.Module:
     """A model (float32, eval mode) from a y9 checkpoint or an official-format YOLOv9 checkpoint.
 
@@ -297,7 +313,9 @@ def load_checkpoint(path: str | Path) -> nn.Module:
     except pickle.UnpicklingError:
         payload = None  # holds pickled classes: an official checkpoint, or something unsafe
     if isinstance(payload, dict) and payload.get("format") == FORMAT:
-        return model_from_payload(_checked_payload(payload, path), str(path))
+        checked = _checked_payload(payload, path)
+        _warn_repeated_names(checked["config"]["names"], path)
+        return model_from_payload(checked, str(path))
     if isinstance(payload, dict):  # a bare state dict, or {"model": state_dict}
         sd = payload.get("model", payload)
         if isinstance(sd, Mapping) and sd and all(isinstance(v, torch.Tensor) for v in sd.values()):

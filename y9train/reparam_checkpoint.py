@@ -20,10 +20,21 @@ class ReparamResult:
     params_after: int
 
 
+def check_output_suffix(output: str | Path) -> Path:
+    """``output`` when it ends in ``.pt`` (what is written is a y9 checkpoint), else one sentence."""
+    output = Path(output)
+    if output.suffix.lower() != ".pt":
+        raise ValueError(f"output {output} has suffix {output.suffix or '(none)'!r}; expected .pt: reparam writes a y9 "
+                         "checkpoint (y9 export makes the .onnx of it).")  # fmt: skip
+    return output
+
+
 def reparameterize_checkpoint(
     source: str | Path, output: str | Path, *, fuse_layers: bool = False
 ) -> ReparamResult:
-    """Load ``source`` (y9 or official checkpoint), ``to_deploy`` (and ``fuse``), save a y9 checkpoint to ``output``."""
+    """Load ``source`` (y9 or official checkpoint), ``to_deploy`` (and ``fuse``), save a y9 checkpoint to ``output``
+    (a ``.pt`` file: another suffix is refused, ``check_output_suffix``)."""
+    check_output_suffix(output)
     model = load_checkpoint(source)
     before = sum(p.numel() for p in model.parameters())
     deployed = to_deploy(model)

@@ -4,11 +4,9 @@ finished epoch) and ``steps.csv`` (one row per batch: lr, grad norm, loss terms)
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import math
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -30,20 +28,11 @@ def write_results_csv(path: Path, history: list[dict[str, Any]]) -> None:
     columns: list[str] = []
     for row in history:
         columns.extend(k for k in row if k not in columns)
-    tmp = path.with_suffix(".csv.tmp")
-    try:
-        with tmp.open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(columns)
-            for row in history:
-                w.writerow([_fmt(row.get(c, "")) for c in columns])
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if exc.filename is None:  # name the file the run could not write (a full disk says only ENOSPC)
-            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno or 0), str(path)) from exc
-        raise
+    header = [columns]
+    rows = ([_fmt(row.get(c, "")) for c in columns] for row in history)
+    # a temporary opened without following links, renamed over results.csv (a link planted there is replaced, its
+    # target never written); an OSError names results.csv
+    atomic_write(path, _csv_text([*header, *rows]), durable=False)
 
 
 def _csv_text(rows: Iterable[Iterable[Any]]) -> str:

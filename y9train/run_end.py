@@ -3,8 +3,9 @@ it), each part timed into the run's ``timing.json`` (``y9train.run_timing``, ``E
 
 1. ``loaders``: the loaders' worker processes are shut down now, in order (``shutdown_workers``), not left to the
    interpreter's exit, which waited about 5 s per worker on a GPU machine (issue 48; docs/benchmarks.md);
-2. ``val_report``: the best epoch's validation files (metrics.json, per_class.csv, curves, confusion matrix), drawn
-   while the last epoch's checkpoint files are still being written in the background (they need nothing of them);
+2. ``val_report``: the best epoch's validation files (metrics.json, per_class.csv, curves, confusion matrix); a
+   resumed run whose epochs never beat the best one before the stop (whose validation is not in last.pt) reports its
+   last epoch's, naming weights/last.pt; drawn while the last epoch's checkpoint files are still being written in the background (they need nothing of them);
 3. ``checkpoint_writer``: those checkpoint files and results.csv are waited for (a failed write raises its error
    here, unless another error is already ending the run);
 4. ``previews``, ``plots``: the pictures of the first batches (drawn during training) are waited for; results.png
@@ -29,7 +30,10 @@ def finish_run(trainer, *, failing: bool) -> None:
         for loader in (trainer.train_loader, trainer.val_loader):
             shutdown_workers(loader)
         timing.lap("loaders")
-        write_training_val_report(trainer.save_dir, trainer.best_val, trainer.best_epoch, {"data": cfg.data,
+        best = trainer.best_val  # after a resume whose epochs never beat the best: the last epoch's validation
+        if best is None and trainer.last_val is not None and trainer.history:
+            best = (len(trainer.history) - 1, trainer.last_val)
+        write_training_val_report(trainer.save_dir, best, trainer.best_epoch, {"data": cfg.data,
                                   "model": cfg.model, "imgsz": cfg.imgsz}, trainer.reporter,
                                   pictures=cfg.plots)  # fmt: skip
         timing.lap("val_report")

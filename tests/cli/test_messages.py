@@ -55,7 +55,7 @@ def test_key_value_arguments_name_options(tmp_path, capsys):
     assert run_y9(["train", "data=" + str(tmp_path / "missing.yaml"), "epochs=1", "imgsz=64", "batch=2",
                    "device=cpu", "lr=0.1"]) == 2  # fmt: skip
     assert "unknown key lr (did you mean lr0 or lrf?)" in _one_error(capsys)  # data= reached --data: no "no data"
-    assert run_y9(["val", "data=" + str(tmp_path / "missing.yaml"), "model=m.onnx", "batch=4", "imgsz=64",
+    assert run_y9(["val", "data=" + str(tmp_path / "missing.yaml"), f"model={tmp_path / 'm.onnx'}", "batch=4", "imgsz=64",
                    "device=cpu", "--project", tmp_path]) == 2  # fmt: skip
     assert "missing.yaml does not exist" in _one_error(capsys)
     assert run_y9(["predict", "source=" + str(tmp_path / "nothing.jpg"), "conff=0.5"]) == 2

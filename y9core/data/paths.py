@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -35,14 +36,18 @@ def label_path_for(image: str | Path) -> Path:
     return Path(*parts).with_suffix(".txt")
 
 
-def read_list_file(list_file: Path) -> list[tuple[int, Path]]:
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def read_list_file(list_file: Path, *, urls: bool = False) -> list[tuple[int, Path | str]]:
     """``(line number, image path)`` listed one per line; relative entries are relative to the list file's folder
-    (blank lines and ``#`` comments skipped). The one reader of list files: data.yaml splits and ``y9 predict
-    list.txt``."""
-    out = []
+    (blank lines and ``#`` comments skipped; a UTF-8 byte-order mark is dropped). ``urls``: a line such as
+    ``http://host/a.jpg`` or ``rtsp://...`` stays a text (a ``Path`` would fold its ``//``). The one reader of list
+    files: data.yaml splits and ``y9 predict list.txt``."""
+    out: list[tuple[int, Path | str]] = []
     base = list_file.parent
     try:
-        text = list_file.read_text()
+        text = list_file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(
             f"List file {list_file} cannot be read ({exc}); expected a text file of image paths."
@@ -50,6 +55,9 @@ def read_list_file(list_file: Path) -> list[tuple[int, Path]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         entry = line.strip()
         if not entry or entry.startswith("#"):
+            continue
+        if urls and _URL.match(entry):
+            out.append((lineno, entry))
             continue
         p = Path(entry)
         out.append((lineno, p if p.is_absolute() else (base / p)))

@@ -59,13 +59,14 @@ def inspect_onnx(path: str | os.PathLike, *, check_detector: bool = True) -> Onn
     if not path.is_file():
         raise FileNotFoundError(f"ONNX file {path} does not exist")
     onnx = _onnx()
-    from y9deploy.model_file.onnx_digest import verify
+    from y9deploy.model_file.onnx_digest import note_unchecked, verify
 
     try:
         model = onnx.load(str(path))
     except Exception as exc:  # protobuf DecodeError and friends
         raise ModelFileError(f"{path} is not a readable ONNX model ({type(exc).__name__}: {exc})") from exc
-    verify(path)  # a damaged copy of a y9 export that still parses is refused before the builder sees it
+    if not verify(path):  # a damaged copy of a y9 export that still parses is refused before the builder sees it
+        note_unchecked(path)  # a y9 export without its digest: said, as predict and val say it
     graph = model.graph
     initializers = {init.name for init in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in initializers or vi.name == INPUT_NAME]

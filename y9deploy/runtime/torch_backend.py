@@ -78,6 +78,19 @@ def checkpoint_facts(source: Any) -> ModelFacts:
     return facts_mod.facts_of(source)
 
 
+def checkpoint_digest(path: str | Path) -> str:
+    """What vouches for a ``.pt`` file's tensors: ``"verified"`` (a y9 checkpoint whose stored digest matched on
+    reading), ``"none"`` (a y9 checkpoint without one) or ``"official"`` (another format: no digest is recorded)."""
+    import_torch()
+    from y9train.checkpoint import read_y9_payload
+    from y9train.checkpoint_integrity import DIGEST_KEY
+
+    payload = read_y9_payload(Path(path))  # a digest that does not match is refused here, in one sentence
+    if payload is None:
+        return "official"
+    return "verified" if payload.get(DIGEST_KEY) is not None else "none"
+
+
 def load_deploy_model(source: Any, *, fuse: bool = True) -> tuple[Any, ModelFacts]:
     """A checkpoint path or an nn.Module -> (the eval-mode deployment model (aux branch dropped, fused), its
     facts)."""

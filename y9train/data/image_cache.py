@@ -208,7 +208,8 @@ class ImageCache:
             img = self._read(i)
             tmp = entries[i].with_name(entries[i].stem + f".tmp{os.getpid()}-{i}.npy")
             try:
-                np.save(tmp, img)
+                with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "wb") as f:
+                    np.save(f, img)  # never through a link planted under the temporary's name
                 os.replace(tmp, entries[i])
             except OSError as exc:
                 tmp.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from y9core.errors import Y9Error
 from y9core.yaml_load import load_yaml_file
+from y9train.models.config_bounds import MAX_LAYERS, check_layer, check_size, check_strides
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 MODEL_NAMES: tuple[str, ...] = (
@@ -68,6 +69,9 @@ def validate(cfg: dict[str, Any], origin: str) -> dict[str, Any]:
     cfg.setdefault("name", Path(origin).stem)
     cfg.setdefault("strides", [8, 16, 32])
     n = len(cfg["layers"])
+    if n > MAX_LAYERS:
+        raise ConfigError(f"{origin}: has {n} layers; expected at most {MAX_LAYERS}")
+    check_strides(cfg["strides"], origin, ConfigError)
     for i, layer in enumerate(cfg["layers"]):
         if not isinstance(layer, dict) or layer.get("op") not in OPS:
             raise ConfigError(
@@ -82,6 +86,7 @@ def validate(cfg: dict[str, Any], origin: str) -> dict[str, Any]:
             raise ConfigError(
                 f"{origin}: layer {i} ({layer['op']}) has unknown keys {', '.join(sorted(extra))}"
             )
+        check_layer(layer, i, n, origin, ConfigError)  # numbers and types, before any arithmetic on them
         layer["sources"] = _sources(layer, i)
         if i == 0 and layer["op"] != "input" and layer["sources"] != [-1]:
             raise ConfigError(f"{origin}: layer 0 must read the input (from: -1)")
@@ -96,11 +101,19 @@ def validate(cfg: dict[str, Any], origin: str) -> dict[str, Any]:
         )
     if any(layer["op"] in ("detect", "dual_detect") for layer in cfg["layers"][:-1]):
         raise ConfigError(f"{origin}: only the last layer may be a detection head")
+    check_size(cfg["layers"], origin, ConfigError)
     if "deploy" in cfg:
         dep = cfg["deploy"]
-        if cfg["layers"][-1]["op"] != "dual_detect" or not {"model", "layers", "head"} <= set(dep):
+        if (cfg["layers"][-1]["op"] != "dual_detect" or not isinstance(dep, dict)
+                or not {"model", "layers", "head"} <= set(dep)):  # fmt: skip
             raise ConfigError(f"{origin}: 'deploy' needs model, layers and head, and a dual_detect head")
-        for first, last, _ in dep["layers"]:
+        ranges = dep["layers"]
+        if not isinstance(ranges, list) or not all(
+            isinstance(r, list) and len(r) == 3 and all(type(v) is int for v in r) for r in ranges
+        ):
+            raise ConfigError(f"{origin}: deploy layers is {str(ranges)[:40]}; expected [[first, last, shift], ...] "
+                              "of integers")  # fmt: skip
+        for first, last, _ in ranges:
             if not 0 <= first <= last < n:
                 raise ConfigError(f"{origin}: deploy range {first}..{last} is outside 0..{n - 1}")
     return cfg

@@ -32,6 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from y9core.atomic_write import atomic_write
 from y9core.coco_categories import category_ids_for
 from y9core.coco_results import coco_image_id
 
@@ -117,7 +118,8 @@ class PredictionFiles:
         hw = image.shape[:2]
         if self.labels_dir is not None:
             lines = yolo_lines(dets, hw, conf=self.options.conf)
-            (self.labels_dir / f"{stem}.txt").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            text = "".join(f"{line}\n" for line in lines)  # renamed into place: a planted link is replaced, not followed
+            atomic_write(self.labels_dir / f"{stem}.txt", text, durable=False)
         if self.crops_dir is not None:
             for k, (box, _, cls) in enumerate(dets):
                 x1, y1, x2, y2 = crop_box(box, hw)

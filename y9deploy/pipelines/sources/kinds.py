@@ -14,6 +14,7 @@ URL, or a live stream.
 from __future__ import annotations
 
 import glob
+import os
 import urllib.error
 import urllib.request
 from functools import lru_cache
@@ -109,12 +110,17 @@ def glob_root(pattern: str) -> Path:
 
 
 def expand_glob(pattern: str) -> list[Path]:
-    """The files a glob matches (``**`` recursive), sorted.
+    """The files a glob matches (``**`` recursive), sorted, each file once (however many links lead to it).
 
     Raises:
         FileNotFoundError: nothing matches.
     """
-    files = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    files, seen = [], set()
+    for p in sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file()):
+        real = os.path.realpath(p)  # a folder link that loops back (or two links to one file) yields it once
+        if real not in seen:
+            seen.add(real)
+            files.append(p)
     if not files:
         raise FileNotFoundError(f"no file matches {pattern}; expected a pattern such as 'photos/*.jpg'.")
     return files
@@ -125,16 +131,16 @@ def is_list_file(source: Any) -> bool:
     return isinstance(source, (str, Path)) and str(source).lower().endswith(".txt") and Path(source).is_file()
 
 
-def source_entries(source: Any) -> list[Any]:
+def source_entries(source: Any, chain: tuple[Path, ...] = ()) -> list[Any]:
     """``source`` as the single sources it names: a list or tuple, and a ``.txt`` list file, are opened up (in
-    order); anything else is itself.
+    order, list files named by list files too); anything else is itself. ``chain``: the list files being opened.
 
     Raises:
         FileNotFoundError: a list file names a path that does not exist (the line is named). ValueError: an
-        empty list or list file.
+        empty list or list file, or list files that name each other (the chain is named).
     """
     if isinstance(source, (list, tuple)):
-        entries = [e for item in source for e in source_entries(item)]
+        entries = [e for item in source for e in source_entries(item, chain)]
         if not entries:
             raise ValueError("the list of sources is empty; expected at least one image, video, folder or URL.")
         return entries
@@ -143,18 +149,23 @@ def source_entries(source: Any) -> list[Any]:
     from y9core.data.paths import read_list_file
     from y9core.errors import DataError
 
+    here = Path(source).resolve()
+    if here in chain:
+        names = " -> ".join(str(p) for p in (*chain[chain.index(here) :], here))
+        raise ValueError(f"list file {source} names itself through {names}; expected list files that do not name "
+                         "each other in a circle.")  # fmt: skip
     try:
-        listed = read_list_file(Path(source))
+        listed = read_list_file(Path(source), urls=True)
     except DataError as exc:
         raise ValueError(str(exc)) from None
     if not listed:
         raise ValueError(f"list file {source} names no source; expected one image, video or folder path per line.")
     for n, path in listed:
-        if not is_url(str(path)) and not path.exists():
+        if not is_url(str(path)) and not Path(path).exists():
             raise FileNotFoundError(f"list file {source} line {n} names {path}, which does not exist; expected an "
                                     "existing image, video or folder (relative paths are relative to the list's "
                                     "folder).")  # fmt: skip
-    return [p for _, p in listed]
+    return [e for _, p in listed for e in source_entries(p, (*chain, here))]
 
 
 def source_roots(source: Any) -> list[Path]:
