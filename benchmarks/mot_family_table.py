@@ -14,7 +14,7 @@ import sys
 import time
 
 import numpy as np
-from mot_families import FAMILY_LEVELS, HELD_OUT, TUNING, family_detections
+from mot_families import FAMILY_LEVELS, HELD_OUT, TUNING, family_detections, split_seeds
 from mot_noise import crowd_scene
 from mot_scoring import RAW, clear_identity, counts, summarise
 from mot_trackers import SIGHTINGS, SV030, TRACKERS, run, run_in_worker
@@ -23,10 +23,11 @@ DEFAULT_ROWS = ("y9 bytetrack", "trackers ByteTrack", "trackers ByteTrack matche
 REFERENCES = ("trackers ByteTrack", "trackers ByteTrack matched", SV030)
 
 
-def cases_of(split: dict, seqs: dict, seeds: tuple[int, ...] | None = None) -> dict:
-    """(family, level, seed, sequence) -> detections, over a split's families and seeds (or ``seeds``)."""
+def cases_of(split: dict, seqs: dict, n_seeds: int | None = None) -> dict:
+    """(family, level, seed, sequence) -> detections, over a split's families and each one's seeds (the first
+    ``n_seeds`` of them)."""
     return {(f, lv, s, n): family_detections(seq, f, lv, s)[0] for f in split["families"] for lv in FAMILY_LEVELS
-            for s in (seeds or split["seeds"]) for n, seq in seqs.items()}  # fmt: skip
+            for s in split_seeds(split, f)[:n_seeds] for n, seq in seqs.items()}  # fmt: skip
 
 
 def score(outputs: dict, seqs: dict, truth: dict, sightings: int | None) -> dict:
@@ -95,11 +96,11 @@ def main_families(args, seqs: dict, truth: dict) -> dict:
     splits = {"tuning": TUNING, "held-out": HELD_OUT}
     for split in args.split.split(","):
         sp = splits[split]
-        used = sp["seeds"][: args.seeds]
-        table = run_rows(names, cases_of(sp, seqs, used), seqs, truth, args.sv030_python, args.timing_frames)
-        print_table(f"{split}: families {', '.join(sp['families'])}; seeds {', '.join(map(str, used))} (means)",
-                    table, sp["families"])  # fmt: skip
-        out[split] = {"families": sp["families"], "seeds": list(used),
+        used = {f: list(split_seeds(sp, f)[: args.seeds]) for f in sp["families"]}
+        table = run_rows(names, cases_of(sp, seqs, args.seeds), seqs, truth, args.sv030_python, args.timing_frames)
+        seeds = "; ".join(f"{f} {', '.join(map(str, s))}" for f, s in used.items())
+        print_table(f"{split}: seeds (means over them): {seeds}", table, sp["families"])
+        out[split] = {"families": sp["families"], "seeds": used,
                       "table": {n: {"ms": r["ms"], "cells": {f"{f}/{lv}": m for (f, lv), m in r["cells"].items()}}
                                 for n, r in table.items()}}  # fmt: skip
     return out

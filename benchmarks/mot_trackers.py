@@ -38,6 +38,7 @@ RULES_OFF = {
     "y9 -FRESH_IOU": {"FRESH_IOU": 2.0},
     "y9 -DUP_BIAS": {"DUP_BIAS": 0.0},
     "y9 -LOST_RATE": {"LOST_RATE": 0.0},
+    "y9 -SCORE_FLOOR": {"SCORE_FLOOR": 0.0},
     "y9 LOST_RATE on every lost track": {"YOUNG_FRAMES": float("inf")},
     "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0, "LOST_RATE": 0.0},
 }
@@ -52,7 +53,7 @@ def _set_rules(changes: dict[str, float]) -> None:
     if not _DEFAULTS:
         _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("SHADOW_IOU", "SAME_BOX_IOU", "SHADOW_BIAS",
                                                              "FRESH_IOU", "DUP_BIAS", "LOST_RATE",
-                                                             "YOUNG_FRAMES")})  # fmt: skip
+                                                             "YOUNG_FRAMES", "SCORE_FLOOR")})  # fmt: skip
     for k, v in {**_DEFAULTS, **changes}.items():
         setattr(bytetrack, k, v)
 

@@ -81,23 +81,27 @@ def test_a_time_step_of_k_frames_is_k_single_steps_without_noise():
 
 def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
     """Same detections into supervision's ByteTrack and ours: the same tracks (up to the numbering of the ids)
-    on at least 99% of the detections, and no more identities than the reference makes. Ours with the reference's
+    on every detection the reference tracks but 0.1%, and no more identities than the reference makes. Ours tracks
+    more (issue 53: ``SCORE_FLOOR``, lost tracks in the low-score round, ``low_conf`` 0.05; the scene's scores are
+    uniform in 0.05-0.95): each track that holds such a detection holds one object. Ours with the reference's
     box state (``xyah``), so that what is compared is the association; ``make_tracker("bytetrack")`` keeps
     BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark). Ours splits a reference track only
     where the reference's track holds two true objects and each of ours holds one: a newcomer first seen over an
     object that is missed on the next frame, whose track the reference gives it (``FRESH_IOU``; seed 6)."""
     from y9deploy.tracking.bytetrack import ByteTracker
 
-    agree = total = splits = 0
+    ref_only = total = splits = 0
     for seed in range(8):
         ref, mine = sv.ByteTrack(), ByteTracker(TrackerOptions(), fps=30.0, form="xyah")
         pairs: set[tuple[int, int]] = set()
         objects: dict[tuple[str, int], set[int]] = {}  # ("ref" or "ours", id) -> true objects it held
+        extra: set[int] = set()  # our tracks holding a detection the reference leaves without a track
         for xyxy, scores, obj in random_scene(seed):
             a = sv_ids(ref, xyxy, scores)
             b = mine.update(Detections(xyxy, scores, np.zeros(len(xyxy), int)))
-            agree += int(((a < 0) == (b < 0)).sum())
-            total += len(a)
+            ref_only += int(((a >= 0) & (b < 0)).sum())
+            total += int((a >= 0).sum())
+            extra |= set(b[(a < 0) & (b >= 0)].tolist())
             pairs |= {(int(x), int(y)) for x, y in zip(a, b) if x >= 0 and y >= 0}
             for who, ids in (("ref", a), ("ours", b)):
                 for i, o in zip(ids, obj):
@@ -111,8 +115,9 @@ def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
                 splits += 1
                 assert len(objects[("ref", x)]) > 1 and all(len(objects[("ours", y)]) == 1 for y in ys), (seed, x, ys)
         assert len({y for _, y in pairs}) <= len({x for x, _ in pairs}), seed
+        assert all(len(objects[("ours", y)]) == 1 for y in extra), seed
     assert splits <= 2, splits
-    assert agree >= 0.99 * total, (agree, total)
+    assert ref_only <= 0.001 * total, (ref_only, total)
 
 
 def count_identities(ids_per_object: list[list[int]]) -> list[int]:

@@ -3,17 +3,17 @@
 Build one with ``tracking.make_tracker`` (the one rule that chooses); the algorithm, per frame:
 1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
-2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections
-   (``score >= high_conf``) by the cost ``1 - IoU * score`` (optimal assignment; pairs above ``match_cost`` are
-   not matched); in the choice (not in what may match) the cost of a lost track followed for fewer than
-   ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked one at about the
-   same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a confirmed one, a detection of another
-   class than the track began with ``CLASS_BIAS`` more, and, for a tracked track, a detection that is a duplicate
-   (step 4's rule) of another high-score box on the frame ``DUP_BIAS`` more. A detection that an unconfirmed
-   (one-frame-old) track overlaps by IoU > ``FRESH_IOU``, and more than a confirmed or shadow track does, is not
-   matched here: it is kept for the unconfirmed track (step 4);
-3. the confirmed tracks still unmatched and not lost are matched to the low-score detections (``low_conf <
-   score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become lost;
+2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections (``score >=
+   high_conf``) by the cost ``1 - IoU * score``, a score below ``SCORE_FLOOR`` counting as ``SCORE_FLOOR`` (optimal
+   assignment; pairs above ``match_cost`` are not matched); in the choice (not in what may match) the cost of a lost
+   track followed for fewer than ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields
+   to a tracked one at about the same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a
+   confirmed one, a detection of another class than the track began with ``CLASS_BIAS`` more, and, for a tracked
+   track, a detection that is a duplicate (step 4's rule) of another high-score box on the frame ``DUP_BIAS`` more. A
+   detection that an unconfirmed (one-frame-old) track overlaps by IoU > ``FRESH_IOU``, and more than a confirmed or
+   shadow track does, is not matched here: it is kept for the unconfirmed track (step 4);
+3. the confirmed tracks still unmatched, tracked or lost, are matched to the low-score detections (``low_conf <
+   score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become (or stay) lost;
 4. a high-score detection that overlaps one a confirmed track took by IoU > ``SHADOW_IOU`` with a lower score
    (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, is a duplicate of it: left over, it starts
    (or, taken by one in step 2, continues) a shadow track, which has no id and counts nothing. In step 2 a shadow
@@ -89,6 +89,12 @@ DUP_BIAS = 0.05
 # noise model and is neutral on occlusion (tuning families, seeds 0-2: iid high ID switches 13.3 without it, 8.3 with
 # it; YOUNG_FRAMES 25: occlusion IDF1 -0.004, 50: -0.018; docs/benchmarks.md, "Tracking on several kinds of error").
 LOST_RATE, YOUNG_FRAMES = 0.01, 10
+# In the costs ``1 - IoU * score`` (first round, unconfirmed tracks) a score below SCORE_FLOOR counts as SCORE_FLOOR:
+# the score still chooses between detections, but a true detection scored 0.3 no longer needs an overlap of IoU 0.67
+# with its track to match (0.5 now), which a jittered box often lacks; its track was lost, and a person scored below
+# the new-track threshold had no track at all (issue 53, lowscore family: MOTA +0.03 to +0.08; 0.3 kept less of it,
+# 0.5 cost duplicates at high noise 0.01 MOTA; docs/benchmarks.md, "Tracking on several kinds of error").
+SCORE_FLOOR = 0.4
 
 
 def _linear_sum_assignment():
@@ -215,7 +221,8 @@ class ByteTracker:
         young = self.lost[pool] & (self.seen[pool] - self.start[pool] < YOUNG_FRAMES)
         bias = (LOST_RATE * (self.clock - self.seen[pool]) * young)[:, None]
         bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high]) + SHADOW_BIAS * self.shadow[pool, None]
-        cost = 1 - _iou(boxes[pool], xyxy[high]) * score[high]
+        fused = np.maximum(score, SCORE_FLOOR)
+        cost = 1 - _iou(boxes[pool], xyxy[high]) * fused[high]
         sh = self.shadow[pool]
         cost[sh] = np.where(cost[sh] > UNCONFIRMED_COST, 2.0, cost[sh])  # an unconfirmed track's limit
         if len(fresh) and len(high):  # a detection a one-frame-old track follows best is kept for it (FRESH_IOU)
@@ -224,7 +231,7 @@ class ByteTracker:
         bias = bias + self._duplicate_bias(cost <= o.match_cost, pool, high, xyxy, score)
         m1, free_pool, free_high = assign(cost, o.match_cost, bias)
         left_pool = pool[free_pool]
-        tracked_left = left_pool[(self.ids[left_pool] >= 0) & ~self.lost[left_pool]]
+        tracked_left = left_pool[self.ids[left_pool] >= 0]  # confirmed, tracked or lost (issue 53)
         m2, free_tracked, _ = assign(1 - _iou(boxes[tracked_left], xyxy[low]), SECOND_ROUND_COST)
         by_shadow = self.shadow[pool[m1[:, 0]]]
         taken = np.concatenate([high[m1[~by_shadow, 1]], low[m2[:, 1]]])  # by the confirmed tracks
@@ -235,7 +242,7 @@ class ByteTracker:
         left = high[free_high]
         alone = self._not_shadows(left, np.concatenate([taken, s_cols[clear]]), xyxy, score)
         rest, shadows = left[alone], left[~alone]
-        m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * score[rest], UNCONFIRMED_COST)
+        m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * fused[rest], UNCONFIRMED_COST)
 
         rows = np.concatenate([pool[m1[:, 0]], tracked_left[m2[:, 0]], fresh[m3[:, 0]]])
         cols = np.concatenate([high[m1[:, 1]], low[m2[:, 1]], rest[m3[:, 1]]])

@@ -16,11 +16,12 @@ class TrackerKind(str, Enum):
 
 @dataclass(frozen=True)
 class TrackerOptions:
-    """Settings of a tracker (the ByteTrack paper's, as supervision and Ultralytics default them).
+    """Settings of a tracker (the ByteTrack paper's, as supervision and Ultralytics default them, but ``low_conf``).
 
     Attributes:
         high_conf: detections scoring at least this are matched first (and may start tracks).
-        low_conf: detections scoring above this, and below ``high_conf``, are matched in the second round.
+        low_conf: detections scoring above this, and below ``high_conf``, are matched in the second round (0.05:
+            issue 53's lowscore family, true detections dipping below 0.1; the ByteTrack paper's 0.1 otherwise).
         new_track_conf: an unmatched detection starts a track when it scores at least this.
         match_cost: first round: a pair matches when ``1 - IoU * score`` is at most this (second round 0.5,
             unconfirmed tracks 0.7, as in ByteTrack).
@@ -29,7 +30,7 @@ class TrackerOptions:
     """
 
     high_conf: float = 0.25
-    low_conf: float = 0.1
+    low_conf: float = 0.05
     new_track_conf: float = 0.35
     match_cost: float = 0.8
     lost_seconds: float = 1.0
