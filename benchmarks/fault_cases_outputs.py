@@ -71,7 +71,8 @@ def wrong_suffix(command: str, name: str):
         args = ["reparam", str(pt), str(out)] if command == "reparam" else ["export", str(pt), "-o", str(out),
                                                                               "--imgsz", "64", "--no-check"]  # fmt: skip
         run = ctx.y9(args, d)
-        return judge(f"{command} -o {name}", run, [str(out), "expected ."], expect="error")  # a file misnamed: silent
+        want = ".pt" if command == "reparam" else ".onnx"  # the sentence names the file and the suffix expected
+        return judge(f"{command} -o {name}", run, [str(out), "expected", want], expect="error")  # misnamed: silent
 
     return case
 
