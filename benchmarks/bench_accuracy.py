@@ -1,5 +1,5 @@
 """Accuracy benchmark: train a detector with y9 (or a reference trainer) on a split of a dataset, then evaluate its
-last-epoch EMA weights with y9's own evaluator (``y9train.validate.run_validation`` -> ``y9train.metrics.evaluate``)
+last-epoch EMA weights with y9's own evaluator (``y9train.reports.validate.run_validation`` -> ``y9train.metrics.evaluate``)
 on the held-out part of the split. Every trainer is evaluated by the same code, on the same images.
 
 Steps (each a sub-command; ``--help`` on each):
@@ -90,7 +90,7 @@ def evaluate_module(model, data_yaml: Path, imgsz: int, batch: int = 32, workers
     import torch
 
     from y9train.data import YoloDataset, build_dataloader, load_data_yaml
-    from y9train.validate import run_validation
+    from y9train.reports.validate import run_validation
 
     cfg = load_data_yaml(str(data_yaml), require=("val",))
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -128,7 +128,7 @@ class _FirstOutput:
 def y9_config(args, out: Path):
     """The y9 run's TrainConfig and its overrides: the recipe (--hyp, else y9's defaults), then --set, then
     --close-mosaic where given (a --set close_mosaic wins)."""
-    from y9train.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
+    from y9train.optimisation.hyp import TrainConfig, apply_overrides, load_hyp, parse_overrides
 
     hyp = load_hyp(args.hyp) if args.hyp else None
     config = TrainConfig(
@@ -144,8 +144,8 @@ def y9_config(args, out: Path):
 
 def train_y9(args, out: Path) -> tuple[object, float, dict]:
     from y9train.checkpoint import load_checkpoint
-    from y9train.determinism import state_digest
-    from y9train.trainer import Trainer
+    from y9train.loop.trainer import Trainer
+    from y9train.setup.determinism import state_digest
 
     config, overrides = y9_config(args, out)
     t0 = time.perf_counter()

@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from y9train.hyp import TrainConfig  # noqa: E402
-from y9train.trainer import Trainer  # noqa: E402
+from y9train.loop.trainer import Trainer  # noqa: E402
+from y9train.optimisation.hyp import TrainConfig  # noqa: E402
 
 
 def subset_yaml(data: Path, images: int, work: Path) -> Path:

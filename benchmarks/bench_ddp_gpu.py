@@ -1,5 +1,5 @@
 """Multi-GPU scaling of the trainer: img/s of the plain single-device trainer on 1 GPU against torchrun
-(DistributedDataParallel, y9train.distributed) on N GPUs, same per-GPU batch; scaling efficiency =
+(DistributedDataParallel, y9train.run.distributed) on N GPUs, same per-GPU batch; scaling efficiency =
 img/s(N) / (N x img/s(1)).
 
 Setting of docs/benchmarks.md (VisDrone train, 270 images listed 8x = 2160 per epoch, 640 px, 64 images per GPU,
@@ -8,7 +8,7 @@ AMP, RAM image cache, 8 loader workers per process, mosaic on, no validation, no
     python benchmarks/bench_ddp_gpu.py ../shared/datasets/visdrone/data.yaml --repeat 8 --gpus 2 --out bench-ddp
 
 Each configuration runs in its own process tree: ``python bench_ddp_gpu.py --role worker`` for 1 GPU (no torchrun,
-WORLD_SIZE unset: the single-device path, which must not import y9train.distributed; the worker checks), and
+WORLD_SIZE unset: the single-device path, which must not import y9train.run.distributed; the worker checks), and
 ``python -m torch.distributed.run --standalone --nproc-per-node N bench_ddp_gpu.py --role worker`` for N GPUs
 (global batch N x per-GPU batch). Every process started gets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 and NVSHMEM_DISABLE_NVLS=1 (NVLink multicast off). Timing: ``--warmup-epochs`` epochs (worker start, cuDNN
@@ -46,7 +46,7 @@ def worker(args) -> None:
     import torch
     from bench_train_gpu import GpuUtilSampler
 
-    from y9train.train import train, world_size
+    from y9train.run.train import train, world_size
 
     n = world_size()
     rank = int(os.environ.get("RANK", "0"))
@@ -101,13 +101,13 @@ def worker(args) -> None:
         "peak_allocated_gb": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
         "peak_reserved_gb": torch.cuda.max_memory_reserved() / 1e9 if cuda else None,
         "gpu_util_mean": statistics.mean(u for u, _ in util) if util else None,
-        "distributed_imported": "y9train.distributed" in sys.modules,
+        "distributed_imported": "y9train.run.distributed" in sys.modules,
         "hooks_and_model": marks["wrapper"],
         "env": {k: os.environ.get(k) for k in (*NO_MULTICAST, "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")},
     }
     if n == 1 and row["distributed_imported"]:
         raise RuntimeError(
-            "the single-device run imported y9train.distributed; expected no DDP code on that path"
+            "the single-device run imported y9train.run.distributed; expected no DDP code on that path"
         )
     if rank == 0:
         row["machine"] = machine()

@@ -59,7 +59,7 @@ from random_weights import fixture_like_weights, reestimate_bn  # noqa: E402 - b
 
 
 def load_frames(args) -> list[np.ndarray]:
-    from y9deploy.bench import synthetic_frame
+    from y9deploy.measure.bench import synthetic_frame
     from y9deploy.runtime.image_file import read_image
 
     if args.frames:
@@ -210,8 +210,8 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001
         print(f"onnxruntime preload: {exc}")
     from y9deploy import Detector
-    from y9deploy.bench import benchmark
-    from y9deploy.doctor import diagnose, report_dict
+    from y9deploy.measure.bench import benchmark
+    from y9deploy.measure.doctor import diagnose, report_dict
 
     report = diagnose()
     summary["doctor"] = report_dict(report)
@@ -220,7 +220,7 @@ def main() -> int:
 
     def make_checkpoint() -> Path:
         from y9deploy.pre.host import prepare
-        from y9train.checkpoint import save_checkpoint
+        from y9train.checkpoints.load import save_checkpoint
         from y9train.models import build_model
 
         if args.checkpoint:

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from y9deploy.bench import synthetic_frame  # noqa: E402
+from y9deploy.measure.bench import synthetic_frame  # noqa: E402
 from y9deploy.pre.host import letterbox_batch_u8  # noqa: E402
 
 

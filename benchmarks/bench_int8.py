@@ -25,9 +25,9 @@ from pathlib import Path
 
 
 def _export_three(model: str, data: str, imgsz: int | None, folder: Path, args) -> dict[str, Path]:
-    from y9deploy.export.int8 import export_int8
     from y9deploy.export.onnx_export import export_onnx_report
     from y9deploy.export.onnx_half import onnx_to_fp16
+    from y9deploy.int8.export import export_int8
 
     fp32 = folder / "fp32.onnx"
     export_onnx_report(model, fp32, imgsz=imgsz)
@@ -41,7 +41,7 @@ def _latency(files: dict[str, Path], frame_path: str, threads: int, level: str, 
     import numpy as np
     import onnxruntime as ort
 
-    from y9core.image_read import decode_image
+    from y9core.images.read import decode_image
     from y9deploy.engine.onnx_info import inspect_onnx
     from y9deploy.pre.host import prepare
 
@@ -83,7 +83,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from y9core.data.yaml_config import load_data_yaml
-    from y9deploy.export.int8 import score
+    from y9deploy.int8.export import score
 
     result = {"model": args.model, "data": args.data, "calib_images": args.calib_images, "method": args.method,
               "keep": args.keep, "machine": f"{platform.machine()} {os.cpu_count()} CPUs",

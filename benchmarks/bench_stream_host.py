@@ -43,10 +43,10 @@ def main() -> int:
     from random_weights import fixture_like_weights, reestimate_bn
 
     from y9deploy import Detector
-    from y9deploy.bench import synthetic_frame
+    from y9deploy.measure.bench import synthetic_frame
     from y9deploy.pre.host import prepare
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     h, w = (int(v) for v in args.frame.split("x"))

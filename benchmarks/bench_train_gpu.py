@@ -18,7 +18,7 @@ Also runs on CPU for a smoke test: ``--device cpu --models gelan-t --imgsz 160 -
 ``--ckpt-memory-only`` measures one training step's peak memory with gradient checkpointing off / on (CPU: from
 the profiler's allocator events; CUDA: ``max_memory_allocated``) and exits.
 Writes ``<out>/bench_train.json`` (and ``full_run.json``) and prints a short table. Each row holds the trainer's own
-record of its start (``startup``: every phase to the first step, ``y9train.startup``). y9 against Ultralytics, each
+record of its start (``startup``: every phase to the first step, ``y9train.timing.startup``). y9 against Ultralytics, each
 alone for a whole run (wall, time to first step, first epoch, steady img/s, peak memory):
 ``benchmarks/bench_train_versus.py``.
 """
@@ -43,10 +43,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from y9train.hooks import StopTraining  # noqa: E402
-from y9train.hyp import Hyp, TrainConfig  # noqa: E402
-from y9train.step_timer import PHASES  # noqa: E402
-from y9train.trainer import Trainer  # noqa: E402
+from y9train.loop.hooks import StopTraining  # noqa: E402
+from y9train.loop.trainer import Trainer  # noqa: E402
+from y9train.optimisation.hyp import Hyp, TrainConfig  # noqa: E402
+from y9train.timing.step_timer import PHASES  # noqa: E402
 
 
 class GpuUtilSampler:
@@ -117,7 +117,7 @@ def repeated_data_yaml(data: Path, repeat: int, out: Path) -> Path:
 
 
 def _config(args, model: str, data: Path, ckpt: bool, out: Path) -> TrainConfig:
-    from y9train.hyp import apply_overrides, parse_overrides
+    from y9train.optimisation.hyp import apply_overrides, parse_overrides
 
     config = TrainConfig(
         data=str(data), model=model, imgsz=args.imgsz, epochs=args.epochs_nominal, batch=args.batch,
@@ -179,7 +179,7 @@ def bench_steps(args, model: str, data: Path, ckpt: bool, out: Path, sampler: Gp
         "seconds": seconds,
         "steps": args.steps,
         "setup_s": marks.get("setup"),
-        "startup": trainer.startup.to_dict(),  # the start by part (y9train.startup), up to the first step
+        "startup": trainer.startup.to_dict(),  # the start by part (y9train.timing.startup), up to the first step
         "amp": str(trainer.amp_dtype).replace("torch.", "") if trainer.amp_dtype else "off",
         "peak_allocated_gb": torch.cuda.max_memory_allocated() / 1e9 if cuda else None,
         "peak_reserved_gb": torch.cuda.max_memory_reserved() / 1e9 if cuda else None,
@@ -208,7 +208,7 @@ def bench_loader_alone(args, data: Path) -> list[dict]:
 
 
 def full_run(args, data: Path, out: Path) -> dict:
-    from y9core.val_result import require_metrics_backend
+    from y9core.evaluation.result import require_metrics_backend
 
     require_metrics_backend()
     cfg = TrainConfig(
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     if args.full_epochs > 0:  # fail before the throughput runs, not after them
-        from y9core.val_result import require_metrics_backend
+        from y9core.evaluation.result import require_metrics_backend
 
         require_metrics_backend()
     if args.ckpt_memory_only:

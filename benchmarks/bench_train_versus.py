@@ -6,10 +6,10 @@ peak GPU memory (issue 37's table; docs/benchmarks.md, "Training: speed").
     python benchmarks/bench_train_versus.py ../shared/datasets/coco8/data.yaml --dry --out /tmp/vs   # CPU smoke run
 
 How each figure is taken (``<out>/<trainer>/timing.json``, then ``<out>/versus.json`` and a table):
-- wall: the child process from its start (the kernel's record, ``y9train.startup.process_age``) to the end of training, plus the
+- wall: the child process from its start (the kernel's record, ``y9train.timing.startup.process_age``) to the end of training, plus the
   parent's measure of the whole child (start to exit);
 - to first step: process start to the first training batch's forward; y9 from its own ``startup.json``
-  (``y9train.startup``: every phase), Ultralytics from its ``on_train_batch_start`` callback;
+  (``y9train.timing.startup``: every phase), Ultralytics from its ``on_train_batch_start`` callback;
 - first epoch: the first epoch's training loop (y9: ``time_s`` of results.csv; Ultralytics: its
   ``on_train_epoch_start`` to ``on_train_epoch_end``), validation excluded for both (y9's first validation is
   reported beside it);
@@ -43,7 +43,7 @@ ULTRALYTICS_MODELS = {"yolov9-s": "yolov9s.yaml", "gelan-s": "yolov9s.yaml", "yo
 
 def process_age() -> float:
     """Seconds since this process started: y9's own measure (``/proc`` on Linux, 10 ms), for both trainers."""
-    from y9train.startup import process_age as age
+    from y9train.timing.startup import process_age as age
 
     return age()
 
@@ -62,8 +62,8 @@ def peak_memory_gb() -> float | None:
 
 # ---------------------------------------------------------------------------------------------- children
 def child_y9(args, out: Path) -> dict:
-    from y9train.reporting import read_csv
-    from y9train.train import train
+    from y9train.reports.reporting import read_csv
+    from y9train.run.train import train
 
     overrides = dict(kv.split("=", 1) for kv in args.set)
     result = train(
@@ -73,7 +73,7 @@ def child_y9(args, out: Path) -> dict:
     )  # fmt: skip
     wall = process_age()
     startup = json.loads((result.save_dir / "startup.json").read_text())
-    timing = json.loads((result.save_dir / "timing.json").read_text())  # y9train.run_timing: every phase
+    timing = json.loads((result.save_dir / "timing.json").read_text())  # y9train.timing.run_timing: every phase
     rows = read_csv(result.save_dir / "results.csv")
     return {
         "trainer": "y9", "wall_s": wall, "to_first_step_s": startup["totals"].get("to_first_step"),

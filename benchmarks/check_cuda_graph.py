@@ -55,8 +55,8 @@ def add_subset_run_arguments(ap: argparse.ArgumentParser, out: Path) -> None:
 def train(data: Path, args, graph: bool):
     import torch
 
-    from y9train.hyp import TrainConfig
-    from y9train.trainer import Trainer
+    from y9train.loop.trainer import Trainer
+    from y9train.optimisation.hyp import TrainConfig
 
     cfg = TrainConfig(data=str(data), model=args.model, imgsz=args.imgsz, epochs=args.epochs, batch=args.batch,
                       workers=args.workers, seed=0, cache="ram", val=False, save=False, cuda_graph=graph,

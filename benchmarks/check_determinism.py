@@ -3,7 +3,7 @@
 Trains one model from one seed on the first ``--images`` training images for ``--epochs`` epochs (no validation,
 no checkpoints) ``--runs`` times with ``deterministic=true`` and, for contrast, ``--runs`` times with it off (the
 default: cuDNN autotuning). For each mode it reports whether every run ended with the same weights (the
-``y9train.determinism.state_digest`` of the model and of its EMA), the largest absolute parameter difference
+``y9train.setup.determinism.state_digest`` of the model and of its EMA), the largest absolute parameter difference
 between the first run and each other, whether the per-epoch mean losses repeat exactly, and each run's training
 speed (images per second, median over epochs: a comparison of the two modes only when nothing else runs on
 the GPU). Writes OUT/determinism_check.json; exit status 1 when the deterministic runs differ.
@@ -31,9 +31,9 @@ def train_once(data: Path, args, deterministic: bool) -> dict:
     """One run; its digests, parameters (on the host), per-epoch losses and speed."""
     import torch
 
-    from y9train.determinism import state_digest
-    from y9train.hyp import TrainConfig, load_hyp
-    from y9train.trainer import Trainer
+    from y9train.loop.trainer import Trainer
+    from y9train.optimisation.hyp import TrainConfig, load_hyp
+    from y9train.setup.determinism import state_digest
 
     recipe = {"hyp": load_hyp(args.hyp)} if args.hyp else {}
     cfg = TrainConfig(data=str(data), model=args.model, imgsz=args.imgsz, epochs=args.epochs, batch=args.batch,

@@ -80,7 +80,7 @@ def wrong_suffix(command: str, name: str):
 def info_without_digest(ctx: Context, d: Path) -> Outcome:
     run = _api(ctx, d, """
 import torch
-from y9train.checkpoint import checkpoint_payload
+from y9train.checkpoints.load import checkpoint_payload
 from y9train.models import build_model
 m = build_model("gelan-t", nc=2).eval()
 torch.save(checkpoint_payload(m, "bare.pt", imgsz=64), "bare.pt")
@@ -190,7 +190,8 @@ OUTPUT_CASES = [
 LEFTOVER_CASES = [
     ("build-engine of an ONNX without digest", engine_without_digest),
     ("load_checkpoint: 80 identical class names", api_case("load_checkpoint of 80 classes all named 'person'", """
-from y9train.checkpoint import load_checkpoint, save_checkpoint
+from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.load import save_checkpoint
 from y9train.models import build_model
 m = build_model("gelan-t", nc=80).eval()
 m.names = ["person"] * 80

@@ -52,7 +52,7 @@ def _judge_pair(case: str, runs: list[Run], out: Path, whole) -> Outcome:
 
 
 def _small_pt(path: Path, seed: int) -> Path:
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     torch.manual_seed(seed)
@@ -97,7 +97,7 @@ def reparam_pair(fuse: bool):
         runs = _both(ctx, d, ["reparam", str(src), str(out)], ["reparam", str(src), str(out), *(["--fuse"] if fuse else [])])
 
         def whole(path: Path, winner: int) -> bool:
-            from y9train.checkpoint import read_checkpoint
+            from y9train.checkpoints.load import read_checkpoint
 
             try:
                 return bool(read_checkpoint(path)["config"]["fused"]) == (fuse and winner == 1)

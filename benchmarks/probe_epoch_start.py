@@ -2,7 +2,7 @@
 
     python benchmarks/probe_epoch_start.py DATA_YAML [--batch 16] [--workers 2] [--step 0.6] [--val 0.3]
 
-The training loader alone (RAM cache, augmentation on) through ``y9train.epoch_batches.EpochBatches``; a training
+The training loader alone (RAM cache, augmentation on) through ``y9train.loop.epoch_batches.EpochBatches``; a training
 step and a validation are stood in for by sleeps (``--step`` longer than the workers need for a batch, so that
 they are ahead within an epoch). Prints, per epoch, the wait for its first batch and the mean wait for the next ones.
 """
@@ -13,8 +13,8 @@ import argparse
 import time
 
 from y9train.data import YoloDataset, build_dataloader
-from y9train.epoch_batches import EpochBatches
-from y9train.hyp import TrainConfig
+from y9train.loop.epoch_batches import EpochBatches
+from y9train.optimisation.hyp import TrainConfig
 
 
 def run(data: str, *, batch: int, workers: int, step: float, val: float, epochs: int, prefetch: bool) -> list[float]:

@@ -43,8 +43,8 @@ def probe_loader(close: bool) -> None:
 
 
 def probe_trainer(data: str, epochs: int, out: str) -> None:
-    from y9train.train import build_config
-    from y9train.trainer import Trainer
+    from y9train.loop.trainer import Trainer
+    from y9train.run.train import build_config
 
     cfg = build_config(data=data, model="yolov9-s", epochs=epochs, batch=32, imgsz=640, workers=8, cache="ram",
                        project=out, name="probe", exist_ok=True)  # fmt: skip

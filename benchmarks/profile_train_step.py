@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from y9train.hooks import StopTraining
-    from y9train.hyp import Hyp, TrainConfig, apply_overrides
-    from y9train.trainer import Trainer
+    from y9train.loop.hooks import StopTraining
+    from y9train.loop.trainer import Trainer
+    from y9train.optimisation.hyp import Hyp, TrainConfig, apply_overrides
 
     cfg = TrainConfig(
         data=str(args.data), model=args.model, imgsz=args.imgsz, epochs=100, batch=args.batch,

@@ -28,7 +28,7 @@ def default_model(folder: Path) -> Path:
     import torch
 
     from y9deploy.export.onnx_export import export_onnx_report
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import cv2
 
-from y9core.image_write import write_image
+from y9core.images.write import write_image
 from y9deploy import Detector
 from y9deploy.draw import draw_detections
 

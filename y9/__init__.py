@@ -29,10 +29,10 @@ _LAZY = {
     "Result": ("y9.results", "Result"),
     "Detector": ("y9deploy.runtime.detector", "Detector"),
     "Detections": ("y9deploy.detections", "Detections"),
-    "train": ("y9train.train", "train"),
+    "train": ("y9train.run.train", "train"),
     "export": ("y9deploy.export.onnx_export", "export_onnx"),
     "build_engine": ("y9deploy.engine.builder", "build_engine"),
-    "benchmark": ("y9deploy.bench", "benchmark"),
+    "benchmark": ("y9deploy.measure.bench", "benchmark"),
     "default_model_path": ("y9deploy.default_model", "default_model_path"),
     "Y9Error": ("y9core.errors", "Y9Error"),
 }
@@ -56,13 +56,13 @@ if TYPE_CHECKING:
     from y9.model import Model, ModelSummary
     from y9.results import Result
     from y9core.errors import Y9Error
-    from y9deploy.bench import benchmark
     from y9deploy.default_model import default_model_path
     from y9deploy.detections import Detections
     from y9deploy.engine.builder import build_engine
     from y9deploy.export.onnx_export import export_onnx as export
+    from y9deploy.measure.bench import benchmark
     from y9deploy.runtime.detector import Detector
-    from y9train.train import train
+    from y9train.run.train import train
 
 
 def __getattr__(name: str) -> Any:

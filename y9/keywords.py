@@ -23,7 +23,7 @@ LACKS = {
     "rect": "y9 letterboxes every image to the model's size",
     "dnn": "y9 runs ONNX models through ONNX Runtime",
     "fraction": "y9 trains on the whole split; a data.yaml naming a smaller list trains on part",
-    "time": "y9 trains for epochs; stop early with patience or a callback raising y9train.hooks.StopTraining",
+    "time": "y9 trains for epochs; stop early with patience or a callback raising y9train.loop.hooks.StopTraining",
     "save_period": "y9 keeps last.pt and best.pt",
     "freeze": "y9 trains every layer",
     "single_cls": "y9 trains the classes of the data.yaml; a data.yaml with one class trains one",
@@ -43,7 +43,7 @@ LACKS = {
 #: YOLO tools' optimizer names -> y9's
 OPTIMIZERS = {"sgd": "sgd", "adamw": "adamw", "auto": "auto"}
 
-#: YOLO tools' callback events -> y9's trainer events (``y9train.hooks.EVENTS``)
+#: YOLO tools' callback events -> y9's trainer events (``y9train.loop.hooks.EVENTS``)
 EVENTS = {"on_pretrain_routine_start": "on_pretrain_routine_start", "on_train_start": "on_train_start",
           "on_train_epoch_start": "on_epoch_start", "on_train_epoch_end": "on_epoch_end",
           "on_fit_epoch_end": "on_epoch_end", "on_train_batch_end": "on_step_end",
@@ -105,13 +105,13 @@ def check_int(action: str, name: str, value: Any, low: int = 1) -> int:
 def _train_fields() -> tuple[set[str], set[str]]:
     import dataclasses
 
-    from y9train.hyp import Hyp, TrainConfig
+    from y9train.optimisation.hyp import Hyp, TrainConfig
 
     return {f.name for f in dataclasses.fields(TrainConfig)} - {"hyp"}, {f.name for f in dataclasses.fields(Hyp)}
 
 
 def train_options(options: Mapping[str, Any], checkpoint: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``Model.train``'s keywords -> (``y9train.train.train``'s options, hyperparameter overrides).
+    """``Model.train``'s keywords -> (``y9train.run.train.train``'s options, hyperparameter overrides).
 
     YOLO tools' names: the hyperparameters (``lr0``, ``momentum``, ``optimizer`` ('SGD', 'AdamW', 'auto'),
     ``patience``, ``mosaic``, ``hsv_h`` ...) become overrides; ``cos_lr=True`` is ``schedule='cosine'``;

@@ -4,13 +4,13 @@
     result = m.train(data="data.yaml", epochs=50) # m now holds the run's best.pt
     m = y9.Model("runs/train/exp/weights/best.pt")   # a checkpoint, y9's or the official format
     print(m.info())                               # architecture, trained size, classes, parameters
-    print(m.val(data="data.yaml"))                # y9core.val_result.ValResult
+    print(m.val(data="data.yaml"))                # y9core.evaluation.result.ValResult
     onnx = m.export("best.onnx")                  # -> Path
     results = m.predict("clip.mp4")               # list[y9.Result] (stream=True: one at a time; save=True: runs/)
     m.track("clip.mp4", persist=True)             # results with track ids
     y9.Model("best.onnx").benchmark(batch_sizes=(1, 8))
 
-A thin object over the library functions the ``y9`` commands call (``y9train.train.train``,
+A thin object over the library functions the ``y9`` commands call (``y9train.run.train.train``,
 ``y9.val.val_model``, ``y9deploy.export_onnx_report``, ``predict_source`` through ``y9.predict_run``,
 ``y9deploy.benchmark``): no logic of its own but the defaults, which come from the model's own facts (the image
 size it was trained at, its class names), read in one place (``Model._facts``). Torch is imported only for
@@ -121,7 +121,7 @@ class Model:
         if self._cached_facts is not None:
             return self._cached_facts
         if self.kind == "architecture":
-            from y9train.checkpoint_facts import facts_of
+            from y9train.checkpoints.facts import facts_of
 
             facts = facts_of(self._torch_network())
         else:
@@ -179,7 +179,7 @@ class Model:
         return self
 
     def add_callback(self, event: str, fn: Any) -> None:
-        """Call ``fn(trainer)`` at ``event`` of the next ``train`` (y9's events, ``y9train.hooks.EVENTS``, or YOLO
+        """Call ``fn(trainer)`` at ``event`` of the next ``train`` (y9's events, ``y9train.loop.hooks.EVENTS``, or YOLO
         tools' names for them: ``on_train_epoch_end``, ``on_fit_epoch_end``, ``on_train_batch_end`` ...)."""
         from y9.keywords import EVENTS
 
@@ -207,20 +207,20 @@ class Model:
         return ModelSummary(str(self.source), self.kind, f.architecture, f.imgsz, f.names, params, gflops)
 
     def train(self, data: str | Path | None = None, **options: Any) -> Any:
-        """Train from this architecture or checkpoint (``y9train.train.train``; options as ``y9 train``'s, e.g.
+        """Train from this architecture or checkpoint (``y9train.run.train.train``; options as ``y9 train``'s, e.g.
         ``epochs``, ``batch``, ``imgsz``, ``device``). A checkpoint trains at its own size unless ``imgsz`` is
         given (the trainer's rule). Afterwards this Model holds the run's best.pt (else its last.pt). Returns the
         ``TrainResult``."""
         if self.kind in ("onnx", "engine"):
             raise ValueError(f"{self.source} is a deployed {self.kind} file; train from its .pt checkpoint.")
         from y9.keywords import train_options
-        from y9train.train import train
+        from y9train.run.train import train
 
         run, over = train_options(options, None if self.kind == "architecture" else str(self.source))
         if over:
             given = run.pop("overrides", None) or {}
             if isinstance(given, (list, tuple)):
-                from y9train.hyp import parse_overrides
+                from y9train.optimisation.hyp import parse_overrides
 
                 given = parse_overrides(list(given))
             run["overrides"] = {**over, **dict(given)}
@@ -238,7 +238,7 @@ class Model:
         ``device``, ``imgsz`` ...; ``y9.val.validate``). A checkpoint is validated at its trained size unless
         ``imgsz`` is given. The report files (metrics.json, curves, confusion matrix, pictures; ``save_json``:
         predictions.json) are written into ``save_dir``, or the run folder ``project``/``name`` names (as
-        ``y9 val``'s). Returns ``y9core.val_result.ValResult``; a wrong option is one sentence (TypeError)."""
+        ``y9 val``'s). Returns ``y9core.evaluation.result.ValResult``; a wrong option is one sentence (TypeError)."""
         from y9.val import validate
 
         if data is None:
@@ -255,7 +255,7 @@ class Model:
         ``format`` 'onnx' or 'engine' (YOLO tools' ``dynamic``, ``nms``, ``workspace`` too: ``y9.model_export``);
         ``path``'s suffix must be the format's; without ``path``: beside the checkpoint (the embedded model's, inside
         the package: ``runs/export[N]``). ``int8=True`` with ``data`` (a data.yaml): a QDQ INT8 ONNX
-        (``y9deploy.export.int8.export_int8``: its train images calibrate, its val split gates the accuracy;
+        (``y9deploy.int8.export.export_int8``: its train images calibrate, its val split gates the accuracy;
         ``NAME-int8.onnx``). Returns the file's path; a wrong option is one sentence (TypeError)."""
         from y9.model_export import export_model
 
@@ -359,7 +359,7 @@ class Model:
         ``idle_ms``, ``device``, ``imgsz``, ``conf`` ...; ``batch`` as the CLI's ``--batch``: an int, "1,8" or a
         list, the same as ``batch_sizes``). Returns the ``BenchmarkResult``; a wrong option is one sentence."""
         from y9.options import check_options
-        from y9deploy.bench import benchmark
+        from y9deploy.measure.bench import benchmark
         from y9deploy.runtime.detector import Detector
 
         batch = options.pop("batch", None)

@@ -16,7 +16,7 @@ BOOLS = ("dynamic_batch", "half", "simplify", "end2end", "check")
 def _exporter(int8: bool = False) -> Any:
     """The one exporter a call uses: ``export_int8`` (QDQ INT8, calibrated and gated) or ``export_onnx_report``."""
     if int8:
-        from y9deploy.export.int8 import export_int8
+        from y9deploy.int8.export import export_int8
 
         return export_int8
     from y9deploy.export.onnx_export import export_onnx_report

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
+from y9deploy.runtime.backends.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
 
 MODEL_SUFFIXES = (*TORCH_SUFFIXES, *ONNX_SUFFIXES, *ENGINE_SUFFIXES)
 

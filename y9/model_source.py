@@ -62,7 +62,7 @@ class Facts:
 
 def kind_of(source: str | Path) -> str:
     """One of ``KINDS`` for a model name or a file, checked at the boundary (one sentence when it is neither)."""
-    from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
+    from y9deploy.runtime.backends.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
 
     path = Path(source)
     suffix = path.suffix.lower()

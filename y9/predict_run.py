@@ -6,7 +6,7 @@
 - In-memory images (numpy BGR arrays, PIL images, lists of them) go through the same ``frame_runner`` (the run's
   options as Detector calls) and, with ``save``, the same ``ResultsWriter``.
 - ``save=True``: the run folder of ``y9 predict`` (``runs/predict``, ``runs/predict2`` ...; ``project``/``name``/
-  ``exist_ok`` as its options), decided by ``y9core.run_dir.resolve_output_dir`` and held by its ``RunLock``; a run
+  ``exist_ok`` as its options), decided by ``y9core.files.run_dir.resolve_output_dir`` and held by its ``RunLock``; a run
   that fails before writing anything leaves no folder behind.
 - ``TimedDetector``: the Detector with each call timed per stage, so that each ``Result`` carries ``speed``
   (milliseconds per frame for ``preprocess``, ``inference`` and ``postprocess``, as YOLO tools report them).
@@ -64,9 +64,9 @@ def frames_of(source: Any) -> list[np.ndarray] | None:
 
 @contextlib.contextmanager
 def run_folder(source: Any, options: PredictOptions) -> Iterator[Any]:
-    """The run folder ``y9 predict`` would write (``y9core.run_dir.resolve_output_dir``), held by a ``RunLock``;
+    """The run folder ``y9 predict`` would write (``y9core.files.run_dir.resolve_output_dir``), held by a ``RunLock``;
     removed again when the run fails before anything is written in it."""
-    from y9core.run_dir import RunLock, resolve_output_dir
+    from y9core.files.run_dir import RunLock, resolve_output_dir
     from y9deploy.pipelines.sources.kinds import source_roots
 
     project = Path(options.project) if options.project is not None else Path("runs")
@@ -124,7 +124,7 @@ class TimedDetector:
         self.speed: dict[str, float] = {}
 
     def predict(self, source: Any, **options: Any) -> Any:
-        from y9deploy.stage_timer import StageTimer
+        from y9deploy.measure.stage_timer import StageTimer
 
         timer = StageTimer()
         out = self._detector.predict(source, timer=timer, **{**self._overrides, **options})

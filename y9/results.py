@@ -192,7 +192,7 @@ class Result:
         (``runs/predict[N]``, made on the first save), never over a file y9 did not write (``<stem>_1.jpg`` ...:
         ``y9.save_target``). Raises OutputError (one sentence) for a path that is the source image."""
         from y9.save_target import RunFolder, default_target, refuse_source, remember
-        from y9core.image_write import write_image
+        from y9core.images.write import write_image
 
         if filename is None:
             folder = self.save_dir or (self.folder or RunFolder()).path
@@ -224,10 +224,10 @@ class Result:
         Args:
             image_id: default the file stem's number when it is one (COCO's 000000000139.jpg -> 139), else the stem.
             category_ids: class id -> category id; "auto": COCO's 91 category ids when the model's classes are the
-                80 COCO classes (``y9core.coco_categories``), else the class id; None: the class id.
+                80 COCO classes (``y9core.evaluation.coco_categories``), else the class id; None: the class id.
         """
-        from y9core.coco_categories import category_ids_for
-        from y9core.coco_results import coco_image_id
+        from y9core.evaluation.coco_categories import category_ids_for
+        from y9core.evaluation.coco_results import coco_image_id
 
         if image_id is None:
             image_id = coco_image_id(self.stem)

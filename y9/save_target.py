@@ -22,7 +22,7 @@ _WRITTEN: set[Path] = set()  # resolved paths this process wrote through Result.
 
 
 class RunFolder:
-    """The run folder of one ``predict`` / ``track`` call, made on first need (``y9core.run_dir``: a new numbered
+    """The run folder of one ``predict`` / ``track`` call, made on first need (``y9core.files.run_dir``: a new numbered
     ``project/predict[N]``); shared by the call's results, so that they all go to one folder."""
 
     def __init__(self, project: str | os.PathLike = "runs", task: str = "predict") -> None:
@@ -35,7 +35,7 @@ class RunFolder:
     def path(self) -> Path:
         with self._lock:
             if self._path is None:
-                from y9core.run_dir import resolve_output_dir
+                from y9core.files.run_dir import resolve_output_dir
 
                 self._path = resolve_output_dir(None, task=self.task, project=self.project).path
             return self._path

@@ -1,11 +1,11 @@
 """``val_model``: the one place that decides how a model file is validated, above both the trainer and deployment.
 
-- a ``.pt`` checkpoint: the training-time validation loop (``y9train.validate.val_checkpoint``; torch), with the
+- a ``.pt`` checkpoint: the training-time validation loop (``y9train.reports.validate.val_checkpoint``; torch), with the
   fused model at the size it was trained at;
 - any other model file (``.onnx``, ``.engine``): through ``Detector`` (``y9deploy.validate_deployed.val_deployed``;
   onnxruntime or TensorRT, no torch, nothing of the trainer), at the file's own input size.
 
-Both use the same letterbox rule, thresholds and evaluator (``y9core.metrics``), so a model and the files made from
+Both use the same letterbox rule, thresholds and evaluator (``y9core.evaluation.metrics``), so a model and the files made from
 it score alike. ``y9 val`` and ``y9.Model.val`` call it; ``validate`` adds ``Model.val``'s option check and report.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 def _validator(model: str | Path) -> Any:
     """The function that validates ``model`` (by its suffix; one sentence for a suffix no backend opens)."""
-    from y9deploy.runtime.loading import TORCH_SUFFIXES, backend_kind
+    from y9deploy.runtime.backends.loading import TORCH_SUFFIXES, backend_kind
 
     backend_kind(model)
     if Path(model).suffix.lower() in TORCH_SUFFIXES:
-        from y9train.validate import val_checkpoint
+        from y9train.reports.validate import val_checkpoint
 
         return val_checkpoint
     from y9deploy.validate_deployed import val_deployed
@@ -30,7 +30,7 @@ def _validator(model: str | Path) -> Any:
 
 
 def val_model(data, model: str | Path, **kwargs):
-    """COCO metrics of ``model`` on a data.yaml split; returns ``y9core.val_result.ValResult``."""
+    """COCO metrics of ``model`` on a data.yaml split; returns ``y9core.evaluation.result.ValResult``."""
     return _validator(model)(data, model, **kwargs)
 
 
@@ -41,7 +41,7 @@ def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]
     ``max_det`` whole numbers."""
     from y9.imgsz_rule import check_imgsz
     from y9.keywords import check_bool, check_int
-    from y9deploy.runtime.loading import TORCH_SUFFIXES
+    from y9deploy.runtime.backends.loading import TORCH_SUFFIXES
 
     options = dict(options)
     for name in ("plots", "verbose"):
@@ -66,7 +66,7 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
              project: str | Path | None = None, name: str | None = None, exist_ok: bool = False,
              **options: Any) -> Any:  # fmt: skip
     """``Model.val``: ``options`` checked against the validator's own (TypeError, one sentence), ``val_model``, and
-    the report files in ``save_dir`` or in the run folder ``project``/``name`` (``y9core.run_dir``, as ``y9 val``:
+    the report files in ``save_dir`` or in the run folder ``project``/``name`` (``y9core.files.run_dir``, as ``y9 val``:
     ``runs/val``, ``runs/val2`` ... for ``project`` alone, and with none of them). Returns the ``ValResult``, its
     ``save_dir`` the report's folder."""
     from y9.options import check_options
@@ -80,7 +80,7 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
     if save_dir is None and project is None and name is None:
         project = "runs"  # as y9 val: the report files go to a new runs/val[N]
     if save_dir is None:
-        from y9core.run_dir import resolve_output_dir
+        from y9core.files.run_dir import resolve_output_dir
 
         parent = Path(project) if project is not None else Path("runs")
         run = resolve_output_dir(parent / name if name is not None else None, task="val", exist_ok=exist_ok,
@@ -93,7 +93,7 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
             run.remove_if_unused()
         raise
     if save_dir is not None:
-        from y9core.val_report import write_val_report
+        from y9core.evaluation.report import write_val_report
 
         about = {"model": str(model), "data": str(data), "split": options.get("split", "val"),
                  "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip

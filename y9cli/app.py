@@ -61,7 +61,7 @@ def _global_options(
     if max_image_pixels is not None:  # through the environment: DataLoader workers and DDP ranks inherit it
         import os
 
-        from y9core.image_read import MAX_PIXELS_ENV
+        from y9core.images.read import MAX_PIXELS_ENV
 
         os.environ[MAX_PIXELS_ENV] = str(max_image_pixels)
 

@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             from rich.console import Console
             from rich.table import Table
 
-            from y9deploy.bench import BenchmarkResult, benchmark, compare
+            from y9deploy.measure.bench import BenchmarkResult, benchmark, compare
 
             try:
                 fh, fw = (int(v) for v in frame.lower().split("x"))
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
             old = BenchmarkResult.load(compare_to) if compare_to is not None else None
             if json_out is not None:
                 from y9cli.outputs import claim_file
-                from y9core.atomic_write import ensure_writable
+                from y9core.files.atomic_write import ensure_writable
 
                 inputs = [*models, *([compare_to] if compare_to is not None else []), *([source] if source else [])]
                 # never over an input; one writer at a time (replacing an earlier JSON is the point of --json)

@@ -122,7 +122,7 @@ def convert_visdrone_cmd(
     ] = False,
 ) -> None:
     """Convert VisDrone-DET annotations to YOLO labels (ignored regions and 'others' dropped)."""
-    from y9core.run_dir import resolve_output_dir
+    from y9core.files.run_dir import resolve_output_dir
     from y9train.data.convert_visdrone import convert_visdrone
 
     run = resolve_output_dir(dst, task="convert", exist_ok=exist_ok, inputs=[src], option="DST")

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        from y9deploy.doctor import diagnose, report_dict
+        from y9deploy.measure.doctor import diagnose, report_dict
 
         report = diagnose()
         if as_json:

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from y9cli.interrupts import command_line, on_interrupt
-from y9deploy.export.int8_quantize import CalibMethod
-from y9deploy.export.int8_rule import KeepFloat
+from y9deploy.int8.quantize import CalibMethod
+from y9deploy.int8.rule import KeepFloat
 
 
 def _kept(output: Path, before: int | None) -> str:
@@ -30,9 +30,9 @@ def default_output(source: Path) -> Path:
 
 def _export_int8(source: Path, output: Path | None, calib: Path | None, n: int, method: CalibMethod, keep: KeepFloat,
                  max_drop: float, exist_ok: bool, imgsz: str | None) -> None:  # fmt: skip
-    """``y9 export MODEL --int8 --calib data.yaml``: ``y9deploy.export.int8.export_int8``, printed."""
+    """``y9 export MODEL --int8 --calib data.yaml``: ``y9deploy.int8.export.export_int8``, printed."""
     from y9cli.outputs import claim_file
-    from y9deploy.export.int8 import export_int8
+    from y9deploy.int8.export import export_int8
 
     if calib is None:
         raise typer.BadParameter("--int8 needs --calib data.yaml (its train images calibrate, its val split gates).")

@@ -1,4 +1,4 @@
-"""The output options every writing command shares, and the one rule behind them (``y9core.run_dir``).
+"""The output options every writing command shares, and the one rule behind them (``y9core.files.run_dir``).
 
 Commands that write a folder of results (predict, inspect, val, train) take ``--project DIR`` and ``--name NAME`` as
 the YOLO family's tools do:
@@ -10,7 +10,7 @@ the YOLO family's tools do:
 
 Commands that write one file (export, build-engine, reparam) or one model folder (triton) take ``-o/--output`` and
 refuse an output that is one of their inputs, or that exists unless ``--exist-ok``; each holds its file for the whole
-command (``claim_file``, i.e. ``y9core.output_file``): a second writer of the same file refuses in one sentence.
+command (``claim_file``, i.e. ``y9core.files.output_file``): a second writer of the same file refuses in one sentence.
 
 The old names ``--save-dir`` (predict) and ``--out`` (inspect, triton), and triton's ``--overwrite``, still work for
 this release as hidden aliases and print a deprecation note.
@@ -25,7 +25,7 @@ from typing import Annotated
 
 import typer
 
-from y9core.run_dir import RunDir, RunLock, resolve_output_dir
+from y9core.files.run_dir import RunDir, RunLock, resolve_output_dir
 
 ProjectOption = Annotated[
     Path | None,
@@ -58,8 +58,8 @@ def warn(message: str) -> None:
 def claim_file(
     path: Path, *, inputs: Iterable[str | Path] = (), exist_ok: bool = False, what: str = "output"
 ) -> AbstractContextManager[Path]:
-    """Hold one output file for this command (``y9core.output_file.claim_output_file``): ``with claim_file(...):``."""
-    from y9core.output_file import claim_output_file
+    """Hold one output file for this command (``y9core.files.output_file.claim_output_file``): ``with claim_file(...):``."""
+    from y9core.files.output_file import claim_output_file
 
     return claim_output_file(path, inputs=inputs, exist_ok=exist_ok, what=what, warn=warn)
 
@@ -88,7 +88,7 @@ def run_folder(
     """The run folder of a command from its ``--project/--name/--exist-ok`` (or a deprecated folder option).
 
     Raises:
-        OutputError: the folder is refused (``y9core.run_dir.resolve_output_dir``); ValueError: both the old and
+        OutputError: the folder is refused (``y9core.files.run_dir.resolve_output_dir``); ValueError: both the old and
         the new options were given.
     """
     if legacy is not None:

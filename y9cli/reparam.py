@@ -19,7 +19,7 @@ def reparam(
     """Re-parameterize yolov9-X into gelan-X (same outputs, no auxiliary branch)."""
     from y9.model_files import model_file
     from y9cli.outputs import claim_file
-    from y9train.reparam_checkpoint import check_output_suffix, reparameterize_checkpoint
+    from y9train.checkpoints.reparam_file import check_output_suffix, reparameterize_checkpoint
 
     check_output_suffix(output)  # before anything is downloaded or locked
     source = model_file(source)  # official weights by name (yolov9-c.pt): downloaded once

@@ -1,5 +1,5 @@
-"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.train.train`` and, for ``y9 val``, ``val_model`` here:
-``y9train.validate.val_checkpoint`` for ``.pt``, ``y9deploy.validate_deployed.val_deployed`` for deployed files."""
+"""``y9 train`` and ``y9 val``: thin wrappers over ``y9train.run.train.train`` and, for ``y9 val``, ``val_model`` here:
+``y9train.reports.validate.val_checkpoint`` for ``.pt``, ``y9deploy.validate_deployed.val_deployed`` for deployed files."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from y9cli.outputs import ExistOkOption, NameOption, ProjectOption, run_folder, 
 from y9core.wording import plural
 
 
-# The library's choices (y9train.train_args.AMP_CHOICES, CACHE_CHOICES), spelled out: importing y9train here would
+# The library's choices (y9train.run.args.AMP_CHOICES, CACHE_CHOICES), spelled out: importing y9train here would
 # load the trainer package for `y9 val` of a deployed file too; tests/cli/test_train_options.py holds them equal.
 class Amp(str, Enum):
     auto = "auto"
@@ -37,13 +37,13 @@ def _pct(v: float) -> str:
 
 def option_values(ctx: typer.Context) -> dict:
     """The parsed values of this ``y9 train`` call by parameter name (enums as their text), less ``--devices``:
-    the arguments of ``y9train.train_args.train_kwargs``."""
+    the arguments of ``y9train.run.args.train_kwargs``."""
     return {k: v.value if isinstance(v, Enum) else v for k, v in ctx.params.items() if k != "devices"}
 
 
 def forwarded_args(ctx: typer.Context, drop: tuple[str, ...] = ("devices", "device")) -> list[str]:
     """The command line of this ``y9 train`` call rebuilt from its parsed values, less the ``drop`` options: what
-    ``--devices`` hands each torchrun process (``python -m y9train.train``)."""
+    ``--devices`` hands each torchrun process (``python -m y9train.run.train``)."""
     options: list[str] = []
     positional: list[str] = []
     for p in ctx.command.params:
@@ -161,7 +161,7 @@ def train_command(
 ) -> None:
     """Train a YOLOv9 / GELAN model on one device (CPU or one GPU), or on several GPUs with --devices."""
     if devices is not None:
-        from y9train.launch import launch, parse_devices
+        from y9train.run.launch import launch, parse_devices
 
         chosen = parse_devices(devices)
         if os.environ.get("WORLD_SIZE", "1") not in ("", "1"):
@@ -175,8 +175,8 @@ def train_command(
         if chosen.processes > 1:
             raise typer.Exit(launch(chosen, forwarded_args(ctx)))
         device = "cpu" if chosen.cpu else str(chosen.gpus[0])
-    from y9train.train import train
-    from y9train.train_args import summary, train_kwargs
+    from y9train.run.args import summary, train_kwargs
+    from y9train.run.train import train
 
     progress = _Progress()
     on_interrupt(progress.kept, progress.go_on)
@@ -274,7 +274,7 @@ def val_command(
     metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
     from y9.model_files import model_file
     from y9.val import val_model
-    from y9core.val_report import write_val_report
+    from y9core.evaluation.report import write_val_report
 
     model = model_file(model)  # official weights by name: downloaded once; a missing file: the API's sentence
 

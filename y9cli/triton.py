@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Write REPO/NAME/config.pbtxt and REPO/NAME/1/model.onnx|model.plan for Triton Inference Server."""
-        from y9core.run_dir import RunDir, resolve_output_dir
+        from y9core.files.run_dir import RunDir, resolve_output_dir
         from y9deploy.serving.triton_repo import write_triton_repo
 
         if out is not None:

@@ -1,6 +1,6 @@
 """What a ``device`` option names, read by one grammar for every command and backend (``parse_device``).
 
-The trainer and validation of checkpoints (``y9train.run_setup.resolve_device``: a torch device) and the deployment
+The trainer and validation of checkpoints (``y9train.setup.device_model.resolve_device``: a torch device) and the deployment
 backends (onnxruntime, TensorRT, torch) all read a device through it, so ``--device gpu`` means the same to
 ``y9 val`` of a ``.pt`` as of an ``.onnx``. Whether that device exists is for each of them to check.
 """

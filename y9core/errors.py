@@ -9,7 +9,7 @@ Defined here, the bottom package both y9train and y9deploy import:
 - ``BackendUnavailableError`` (RuntimeError): a package a backend needs is missing;
 - ``DataError`` (ValueError): a dataset, data.yaml or label file is malformed;
 - ``ConfigFileError`` (ValueError): a YAML configuration file (hyperparameters ...) is malformed or beyond the
-  loader's limits (``y9core.yaml_load``);
+  loader's limits (``y9core.files.yaml_load``);
 - ``ImageFileError`` (ValueError): an image file cannot be used (unreadable, not an image, more pixels than the
   limit, cut short or corrupt); ``.path`` and ``.reason`` say which and why;
 - ``DetectorBusyError`` (RuntimeError): a second thread entered a Detector;
@@ -17,16 +17,16 @@ Defined here, the bottom package both y9train and y9deploy import:
 - ``RulesFileError`` (ValueError): an inspection rules file is malformed;
 - ``ServingError`` (RuntimeError): a model server cannot be reached or answered an error;
 - ``OutputError`` (ValueError): an output would overwrite an input or earlier results, or its folder is being
-  written by another process (``y9core.run_dir``).
+  written by another process (``y9core.files.run_dir``).
 
 Defined beside the code that raises them (subclasses of ``Y9Error`` all the same):
 
 - ``y9train.models.config.ConfigError`` (ValueError): a model configuration file is malformed;
-- ``y9train.official_pickle.UnsafePickleError`` (pickle.UnpicklingError): an official checkpoint's pickle asks
+- ``y9train.checkpoints.official_pickle.UnsafePickleError`` (pickle.UnpicklingError): an official checkpoint's pickle asks
   for a global outside the allow-list (checkpoint loading reports it as a ``ModelFileError``);
-- ``y9deploy.runtime.cuda.CudaError`` (RuntimeError): a CUDA runtime call failed;
+- ``y9deploy.runtime.backends.cuda.CudaError`` (RuntimeError): a CUDA runtime call failed;
 - ``y9deploy.engine.verify.EngineVerificationError``: a built engine scored too far below its source model.
-- ``y9train.divergence.TrainingDivergedError`` (RuntimeError): a training run's weights went NaN or inf.
+- ``y9train.loop.divergence.TrainingDivergedError`` (RuntimeError): a training run's weights went NaN or inf.
 
 Bad frames and arguments (a frame that is not HxWx3 uint8, an empty batch, a threshold out of range) raise the
 built-in ``TypeError`` / ``ValueError`` with the same one-sentence message.
@@ -60,7 +60,7 @@ class DataError(Y9Error, ValueError):
 
 
 class ConfigFileError(Y9Error, ValueError):
-    """A YAML configuration file is malformed, too large, or an alias bomb (see ``y9core.yaml_load``)."""
+    """A YAML configuration file is malformed, too large, or an alias bomb (see ``y9core.files.yaml_load``)."""
 
 
 class ImageFileError(Y9Error, ValueError):

@@ -19,8 +19,8 @@ _LAZY = {
     "Detector": "y9deploy.runtime.detector",
     "export_onnx": "y9deploy.export.onnx_export",
     "build_engine": "y9deploy.engine.builder",
-    "benchmark": "y9deploy.bench",
-    "BenchmarkResult": "y9deploy.bench",
+    "benchmark": "y9deploy.measure.bench",
+    "BenchmarkResult": "y9deploy.measure.bench",
     "Y9Error": "y9core.errors",
     "TritonDetector": "y9deploy.serving.triton_client",
     "default_model_path": "y9deploy.default_model",
@@ -46,12 +46,12 @@ __all__ = [
 if TYPE_CHECKING:
     from y9core.errors import Y9Error
     from y9core.model_facts import ModelFacts
-    from y9deploy.bench import BenchmarkResult, benchmark
     from y9deploy.default_model import default_model_path
     from y9deploy.detections import Detections
     from y9deploy.engine.builder import build_engine
     from y9deploy.export.onnx_export import export_onnx
     from y9deploy.facts import read_facts
+    from y9deploy.measure.bench import BenchmarkResult, benchmark
     from y9deploy.runtime.detector import Detector
     from y9deploy.serving.triton_client import TritonDetector
 

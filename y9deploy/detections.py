@@ -265,7 +265,7 @@ class Detections:
         Raises:
             ValueError: a class id that ``category_ids`` does not cover.
         """
-        from y9core.coco_results import coco_rows
+        from y9core.evaluation.coco_results import coco_rows
 
         return coco_rows(self.xyxy, self.confidence, self.class_id, image_id, category_ids)
 

@@ -5,7 +5,7 @@
 
 Each box is drawn in its class's colour (``class_color``: a fixed, well-separated colour per class id, the same on
 every run and in every tool) with a "name score" label on a filled tag whose text is black or white, whichever
-reads better on that colour (the palette and the box drawing live in ``y9core.palette``, shared with the training
+reads better on that colour (the palette and the box drawing live in ``y9core.images.palette``, shared with the training
 previews). Line width and text size grow with the frame (readable on 4K frames and thumbnails
 alike) unless given.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from y9core.palette import class_color, draw_box, label_text_color, line_width, relative_luminance
+from y9core.images.palette import class_color, draw_box, label_text_color, line_width, relative_luminance
 
 __all__ = ["class_color", "draw_detections", "label_text_color", "line_width", "relative_luminance"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from y9core.errors import ModelFileError
 from y9core.model_facts import ModelFacts
-from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
+from y9deploy.runtime.backends.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES, TORCH_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def inspect_facts(path: str | os.PathLike) -> FactsReport:
         return _triton(path)
     suffix = path.suffix.lower()
     if path.name.endswith(".facts.json"):
-        from y9deploy.runtime.foreign_engine import read_source_facts
+        from y9deploy.runtime.backends.foreign_engine import read_source_facts
 
         return FactsReport(path, "sidecar", read_source_facts(path), ("entries: types and ranges",))
     if suffix in TORCH_SUFFIXES:
@@ -70,7 +70,7 @@ def inspect_facts(path: str | os.PathLike) -> FactsReport:
 
 
 def _checkpoint(path: Path) -> FactsReport:
-    from y9deploy.runtime.torch_backend import checkpoint_digest, checkpoint_facts
+    from y9deploy.runtime.backends.torch_backend import checkpoint_digest, checkpoint_facts
 
     facts = checkpoint_facts(path)
     digest = checkpoint_digest(path)
@@ -86,7 +86,7 @@ def _checkpoint(path: Path) -> FactsReport:
 
 
 def _onnx(path: Path) -> FactsReport:
-    from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
+    from y9deploy.runtime.backends.onnxruntime_backend import OnnxRuntimeBackend
 
     backend = OnnxRuntimeBackend(path, "cpu", threads=1)  # every load-time check of a Detector
     try:
@@ -133,7 +133,7 @@ def _engine(path: Path) -> FactsReport:
     from y9deploy.engine.manifest import check_manifest, file_sha256, manifest_path, read_manifest
 
     if not manifest_path(path).is_file():
-        from y9deploy.runtime.foreign_engine import find_facts_source, read_source_facts
+        from y9deploy.runtime.backends.foreign_engine import find_facts_source, read_source_facts
 
         source = find_facts_source(path)
         return FactsReport(path, "engine", read_source_facts(source), (), (
@@ -162,7 +162,7 @@ def _engine(path: Path) -> FactsReport:
     if onnx.is_file() and file_sha256(onnx) == man.onnx_sha256:
         from y9deploy.facts_metadata import input_size
         from y9deploy.model_file.onnx_digest import metadata_props
-        from y9deploy.runtime.foreign_engine import read_source_facts
+        from y9deploy.runtime.backends.foreign_engine import read_source_facts
 
         props = metadata_props(onnx)
         recorded = "imgsz" in props  # else a foreign ONNX: the builder took the size from its graph

@@ -1,8 +1,8 @@
 """``y9 val`` on the very file that is deployed: an ONNX model or a TensorRT engine, run through ``Detector``
-(its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9core.metrics.evaluate``,
-the ``ValResult`` of ``y9core.val_result``): numpy and the runtime only, no torch and nothing of the trainer.
+(its letterbox, backend and NMS), scored by the same evaluator as checkpoints (``y9core.evaluation.metrics.evaluate``,
+the ``ValResult`` of ``y9core.evaluation.result``): numpy and the runtime only, no torch and nothing of the trainer.
 
-``.pt`` checkpoints are validated by ``y9train.validate.val_checkpoint`` (the training-time loop; ``y9 val``
+``.pt`` checkpoints are validated by ``y9train.reports.validate.val_checkpoint`` (the training-time loop; ``y9 val``
 decides which, in ``y9cli``): the same letterbox, size (the model's trained one by default), thresholds and
 evaluator, so the two agree on one model. Nothing here imports torch or the trainer: a deployment box validates
 what it deploys with onnxruntime (or TensorRT) alone.
@@ -35,12 +35,12 @@ def val_deployed(
 
     Thresholds as the checkpoint validation (conf 0.001, iou 0.7, max_det 300, one label per box); the letterbox is
     the model's (its facts). ``imgsz``: None lets the file decide (ONNX models and engines fix their input size; a
-    different value is refused by ``Detector``). Returns ``y9core.val_result.ValResult``.
+    different value is refused by ``Detector``). Returns ``y9core.evaluation.result.ValResult``.
     """
     from y9core.data.labels import load_labels, normalised_to_pixels
     from y9core.data.yaml_config import load_data_yaml
-    from y9core.metrics import evaluate
-    from y9core.val_result import ValResult, require_metrics_backend
+    from y9core.evaluation.metrics import evaluate
+    from y9core.evaluation.result import ValResult, require_metrics_backend
     from y9deploy import Detector
 
     if int(batch) < 1:

@@ -7,7 +7,7 @@
   (BatchNorm running statistics).
 
 Model transforms only: checkpoint loading imports ``fuse`` from here; the file operation (load, convert, save)
-is ``y9train.reparam_checkpoint``.
+is ``y9train.checkpoints.reparam_file``.
 """
 
 from __future__ import annotations

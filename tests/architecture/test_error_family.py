@@ -48,7 +48,7 @@ class _System:
 
 
 def test_an_unsafe_pickle_is_a_y9error_and_an_unpicklingerror(tmp_path):
-    from y9train.official_pickle import load_official
+    from y9train.checkpoints.official_pickle import load_official
 
     path = tmp_path / "evil.pt"
     path.write_bytes(pickle.dumps({"model": _System()}))

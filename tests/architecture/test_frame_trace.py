@@ -35,7 +35,7 @@ def test_a_frame_through_detector_predict_on_onnx_takes_a_short_way(embedded_exp
         trace = trace_modules(lambda: det.predict(frame))
     print(trace.report())
     assert len(trace.result) > 0
-    assert trace.modules[0] == "y9deploy.runtime.detector" and "y9deploy.runtime.onnxruntime_backend" in trace.modules
+    assert trace.modules[0] == "y9deploy.runtime.detector" and "y9deploy.runtime.backends.onnxruntime_backend" in trace.modules
     assert len(trace.modules) <= MAX_MODULES and trace.returns <= MAX_RETURNS, trace.report()
 
 

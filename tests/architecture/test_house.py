@@ -105,14 +105,14 @@ def test_no_folder_of_the_pipelines_holds_more_than_ten_modules():
 
 # The public paths of the flat package that docs, samples and users import: moved ones warn and give the new module.
 MOVED_PATHS = {
-    "y9deploy.pipelines.video": ("FrameReader", "y9deploy.pipelines.sources.frame_reader"),
-    "y9deploy.pipelines.tracking": ("make_tracker", "y9deploy.tracking"),
-    "y9deploy.pipelines.counting": ("CountLine", "y9deploy.tracking.counting"),
-    "y9deploy.pipelines.track_run": ("SourceTracking", "y9deploy.tracking.source_tracking"),
-    "y9deploy.pipelines.inspection_rules": ("load_rules", "y9deploy.pipelines.inspection.rules_file"),
-    "y9deploy.pipelines.inspection_run": ("run_inspection", "y9deploy.pipelines.inspection.run"),
-    "y9deploy.pipelines.results_writer": ("read_jsonl", "y9deploy.pipelines.predict.results"),
-    "y9deploy.pipelines.batch_predict": ("predict_source", "y9deploy.pipelines.predict.run"),
+    "y9deploy.pipelines.sources.frame_reader": ("FrameReader", "y9deploy.pipelines.sources.frame_reader"),
+    "y9deploy.tracking": ("make_tracker", "y9deploy.tracking"),
+    "y9deploy.tracking.counting": ("CountLine", "y9deploy.tracking.counting"),
+    "y9deploy.tracking.source_tracking": ("SourceTracking", "y9deploy.tracking.source_tracking"),
+    "y9deploy.pipelines.inspection.rules_file": ("load_rules", "y9deploy.pipelines.inspection.rules_file"),
+    "y9deploy.pipelines.inspection.run": ("run_inspection", "y9deploy.pipelines.inspection.run"),
+    "y9deploy.pipelines.predict.results": ("read_jsonl", "y9deploy.pipelines.predict.results"),
+    "y9deploy.pipelines.predict.run": ("predict_source", "y9deploy.pipelines.predict.run"),
 }
 #: old module paths that are now sub-packages re-exporting the old public names (no warning)
 KEPT_PATHS = {

@@ -52,7 +52,7 @@ def _listed(edges: list[Edge]) -> str:
 
 
 def test_the_graph_sees_the_whole_tree(graph):
-    assert {"y9core.errors", "y9train.train", "y9deploy.runtime.detector", "y9cli.app"} <= set(graph.modules)
+    assert {"y9core.errors", "y9train.run.train", "y9deploy.runtime.detector", "y9cli.app"} <= set(graph.modules)
     assert any(e.source == "y9train.checkpoint" and e.target == "y9core.errors" for e in graph.edges)
     assert len(graph.modules) > 100 and len(graph.edges) > 1000
 
@@ -108,14 +108,14 @@ def test_y9core_imports_no_other_y9_package(graph):
 
 # ------------------------------------------------------------------------------------------------ deployment
 #: deployment modules that may import y9train and torch (DESIGN.md): the torch backend for .pt files and export
-DEPLOY_TRAINER_DOORS = ("y9deploy.runtime.torch_backend", "y9deploy.export")
+DEPLOY_TRAINER_DOORS = ("y9deploy.runtime.backends.torch_backend", "y9deploy.export")
 #: deployment modules on the optional torch GPU path: they import torch inside functions, only when a CUDA device and
 #: torch are there (the torch pipeline, its pre/post-processing, the backends' device buffers, GPU facts for the
 #: doctor and the stage timer); a deployment box without torch never runs those lines (test_backends checks it)
 TORCH_GPU_PATH = (
-    "y9deploy.doctor", "y9deploy.stage_timer", "y9deploy.pre.device", "y9deploy.pre.torch_letterbox",
+    "y9deploy.measure.doctor", "y9deploy.measure.stage_timer", "y9deploy.pre.device", "y9deploy.pre.torch_letterbox",
     "y9deploy.post.graph", "y9deploy.runtime.detector", "y9deploy.runtime.gpu_pipeline",
-    "y9deploy.runtime.onnxruntime_backend", "y9deploy.runtime.tensorrt_backend",
+    "y9deploy.runtime.backends.onnxruntime_backend", "y9deploy.runtime.backends.tensorrt_backend",
 )  # fmt: skip
 
 

@@ -101,7 +101,7 @@ def test_the_check_finds_each_kind_of_private_access(tmp_path):
         "det._gpu = None\n"
         "x = det.pipeline._slots\n"
         "getattr(det, '_stage')\n"
-        "monkeypatch.setattr('y9deploy.bench._clock', None)\n"
+        "monkeypatch.setattr('y9deploy.measure.bench._clock', None)\n"
         "self._mine = cls._ours = point._replace(x=1)\n"
         "np._core.multiarray\n"
         "det.__class__\n"
@@ -113,5 +113,5 @@ def test_the_check_finds_each_kind_of_private_access(tmp_path):
         "det._gpu",
         "det.pipeline._slots",
         "getattr(det, '_stage')",
-        "monkeypatch.setattr('y9deploy.bench._clock', None)",
+        "monkeypatch.setattr('y9deploy.measure.bench._clock', None)",
     ]

@@ -1,4 +1,4 @@
-"""The console script ``y9`` (pyproject.toml) and ``python -m y9train.train`` start and list their commands/options."""
+"""The console script ``y9`` (pyproject.toml) and ``python -m y9train.run.train`` start and list their commands/options."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ def test_the_console_script_of_pyproject_is_the_y9cli_app(capsys):
 
 
 def test_the_training_module_prints_its_options():
-    proc = subprocess.run([sys.executable, "-m", "y9train.train", "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "y9train.run.train", "--help"], capture_output=True, text=True,
                           cwd=REPO, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("usage: python -m y9train.train")
+    assert proc.stdout.startswith("usage: python -m y9train.run.train")
     for option in ("--data", "--resume", "--sync-bn", "--compile", "KEY=VALUE"):
         assert option in proc.stdout, option
     assert not re.search(r"^\s+--devices", proc.stdout, re.M)  # no such option: only y9 train starts torchrun

@@ -115,7 +115,7 @@ def test_verify_summary_says_gain_or_drop():
 
 @pytest.mark.parametrize("lo, hi, text", [(1, 1, "batches of 1 image "), (1, 32, "batches of 1 to 32 images ")])
 def test_engine_batch_range_message(lo, hi, text):
-    from y9deploy.runtime.tensorrt_backend import select_input_shape
+    from y9deploy.runtime.backends.tensorrt_backend import select_input_shape
 
     with pytest.raises(ValueError) as info:
         select_input_shape(((lo, 3, 64, 64), (lo, 3, 64, 64), (hi, 3, 64, 64)), hi + 1, where="model.engine")

@@ -82,8 +82,8 @@ def test_sigint_during_export_says_nothing_was_written_and_how_to_export_again(c
 
 
 def test_sigterm_after_an_epoch_keeps_that_epoch_and_says_how_to_resume(tmp_path):
-    from y9train.checkpoint import read_checkpoint
-    from y9train.reporting import read_csv
+    from y9train.checkpoints.load import read_checkpoint
+    from y9train.reports.reporting import read_csv
 
     data = coco_pair_dataset(tmp_path / "data")
     proc = _start(["train", "--data", data, "--model", "gelan-t", "--imgsz", "64", "--epochs", "30", "--batch", "2",

@@ -1,4 +1,4 @@
-"""``y9 train`` (typer, y9cli) and ``python -m y9train.train`` (argparse, what torchrun starts) accept the same
+"""``y9 train`` (typer, y9cli) and ``python -m y9train.run.train`` (argparse, what torchrun starts) accept the same
 options and hand ``train`` the same arguments, directly and through the command line ``--devices`` forwards."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import typer.main
 from tests.conftest import REPO
 from y9cli.app import app
 from y9cli.train import forwarded_args, option_values, train_command
-from y9train.train_args import parser, train_kwargs
+from y9train.run.args import parser, train_kwargs
 
 ARGVS = [
     ["--data", "d.yaml"],
@@ -77,8 +77,8 @@ def test_bad_choice_and_two_resume_paths_are_one_sentence():
 def test_module_entry_point_reports_bad_input_in_one_sentence_without_the_cli(tmp_path):
     probe = (
         "import sys, runpy\n"
-        "sys.argv = ['y9train.train', '--data', sys.argv[1], '--model', 'gelan-t', '--device', 'cpu']\n"
-        "try:\n    runpy.run_module('y9train.train', run_name='__main__', alter_sys=True)\n"
+        "sys.argv = ['y9train.run.train', '--data', sys.argv[1], '--model', 'gelan-t', '--device', 'cpu']\n"
+        "try:\n    runpy.run_module('y9train.run.train', run_name='__main__', alter_sys=True)\n"
         "except SystemExit as exc:\n    code = exc.code\n"
         "print('CODE', code, 'CLI' if any(m.startswith('y9cli') or m == 'typer' for m in sys.modules) else '-')\n"
     )

@@ -1,5 +1,5 @@
 """The ``y9 train`` options spelled out in the command line module (which must not import the trainer package: ``y9
-val`` of a deployed file loads it too) agree with the library: the choices with ``y9train.train_args``' tuples, the
+val`` of a deployed file loads it too) agree with the library: the choices with ``y9train.run.args``' tuples, the
 defaults its help names with ``TrainConfig``'s."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 
 from y9cli.data import CacheMode
 from y9cli.train import Amp, Cache
-from y9train.hyp import TrainConfig
-from y9train.train_args import AMP_CHOICES, CACHE_CHOICES
+from y9train.optimisation.hyp import TrainConfig
+from y9train.run.args import AMP_CHOICES, CACHE_CHOICES
 
 
 def test_the_choices_are_the_trainers():

@@ -1,4 +1,4 @@
-"""y9core.image_header against OpenCV: the size and orientation read from the header bytes are what OpenCV decodes,
+"""y9core.images.header against OpenCV: the size and orientation read from the header bytes are what OpenCV decodes,
 for every format y9 reads; a cut or scrambled header is a HeaderError or None, never another exception; hostile
 headers are bounded."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from tests.reliability.hostile_images import exif_tiff, jpeg, png_with_exif_orientation, with_exif_orientation
-from y9core.image_header import MAX_SEGMENTS, HeaderError, read_header
+from y9core.images.header import MAX_SEGMENTS, HeaderError, read_header
 
 ENCODINGS = [
     (".jpg", []),

@@ -1,4 +1,4 @@
-"""One writer per output file (``y9core.output_file``, issue 46): of two commands writing one file at once, neither
+"""One writer per output file (``y9core.files.output_file``, issue 46): of two commands writing one file at once, neither
 with --exist-ok, exactly one writes and the other refuses in one sentence naming the file; nothing the first wrote
 is lost."""
 
@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from y9core.atomic_write import atomic_write
 from y9core.errors import OutputError
-from y9core.output_file import claim_output_file, lock_path
+from y9core.files.atomic_write import atomic_write
+from y9core.files.output_file import claim_output_file, lock_path
 
 ROUNDS = 10
 
@@ -18,7 +18,7 @@ ROUNDS = 10
 @pytest.fixture(scope="module")
 def small_pt(tmp_path_factory):
     """A gelan-t y9 checkpoint (2 classes): quick to export and re-parameterize."""
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     model = build_model("gelan-t", nc=2).eval()

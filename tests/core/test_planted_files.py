@@ -11,10 +11,10 @@ import cv2
 import pytest
 
 from tests.conftest import TEST_DATA, run_y9
-from y9core.append_file import AppendFile
 from y9core.errors import OutputError
-from y9core.output_file import claim_output_file, lock_path
-from y9core.run_dir import LOCK_NAME, RunLock
+from y9core.files.append_file import AppendFile
+from y9core.files.output_file import claim_output_file, lock_path
+from y9core.files.run_dir import LOCK_NAME, RunLock
 
 SECRET = "chapter 1: my thesis, the only copy\n"
 IMAGE = sorted(TEST_DATA.glob("*.jpg"))[0]
@@ -92,7 +92,7 @@ def test_a_planted_log_is_refused_before_anything_is_written(tmp_path, thesis, k
 
 
 def test_export_beside_a_planted_lock_link_exits_2_and_keeps_the_target(tmp_path, thesis, capsys):
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     pt = save_checkpoint(build_model("gelan-t", nc=2).eval(), tmp_path / "m.pt", imgsz=64)
@@ -144,7 +144,7 @@ def test_inspect_with_exist_ok_refuses_a_planted_audit_log(tmp_path, thesis, cap
 
 
 def test_results_csv_is_never_written_through_a_planted_temporary(tmp_path, thesis):
-    from y9train.reporting import read_csv, write_results_csv
+    from y9train.reports.reporting import read_csv, write_results_csv
 
     (tmp_path / "results.csv.tmp").symlink_to(thesis)  # the temporary name of earlier versions
     write_results_csv(tmp_path / "results.csv", [{"epoch": 1, "loss": 0.5}])

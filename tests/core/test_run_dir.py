@@ -1,4 +1,4 @@
-"""y9core.run_dir: numbered run folders taken atomically, explicit folders refused over earlier results or inputs,
+"""y9core.files.run_dir: numbered run folders taken atomically, explicit folders refused over earlier results or inputs,
 single output files refused over inputs, and one writer per folder (real processes where concurrency is the point)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 from y9core.errors import OutputError
-from y9core.run_dir import (
+from y9core.files.run_dir import (
     LOCK_NAME,
     RunLock,
     check_output_file,
@@ -112,7 +112,7 @@ def test_single_output_file_rules(tmp_path):
 
 HOLD = """
 import sys, time
-from y9core.run_dir import RunLock
+from y9core.files.run_dir import RunLock
 lock = RunLock(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(60)

@@ -9,8 +9,8 @@ import cv2
 import numpy as np
 import pytest
 
-from y9core.coco_categories import COCO_NAMES
-from y9core.val_plots import MATRIX_PX, plot_confusion_matrix, tick_font_size
+from y9core.evaluation.coco_categories import COCO_NAMES
+from y9core.evaluation.plots import MATRIX_PX, plot_confusion_matrix, tick_font_size
 
 
 def _matrix(nc: int) -> SimpleNamespace:

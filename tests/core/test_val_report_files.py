@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from y9core.confusion import confusion_matrix
-from y9core.metrics import evaluate
-from y9core.val_report import PICTURES, write_val_report
-from y9core.val_result import ValResult
+from y9core.evaluation.confusion import confusion_matrix
+from y9core.evaluation.metrics import evaluate
+from y9core.evaluation.report import PICTURES, write_val_report
+from y9core.evaluation.result import ValResult
 
 pytest.importorskip("faster_coco_eval")
 NAMES = ["a", "b", "c"]

@@ -17,7 +17,8 @@ from tests.conftest import REPO, TEST_DATA
 from tests.deploy.embedded import ANCHORS, IMGSZ
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9core.device_spec import parse_device
-from y9deploy.runtime.backend import Backend, batch_chunks, parse_metadata
+from y9deploy.runtime.backends.backend import Backend, parse_metadata
+from y9deploy.runtime.detector import batch_chunks
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 
@@ -51,10 +52,10 @@ def test_runtime_imports_and_runs_without_torch(tiny):
                     raise ImportError("torch is blocked in this test")
         sys.meta_path.insert(0, BlockTorch())
         import cv2
-        import y9deploy.runtime, y9deploy.bench, y9deploy.doctor, y9deploy.detections, y9deploy.preprocess
+        import y9deploy.runtime, y9deploy.measure.bench, y9deploy.measure.doctor, y9deploy.detections, y9deploy.preprocess
         import y9deploy.postprocess, y9core.post.nms, y9core.post.rows, y9core.post.choice
-        import y9deploy.runtime.onnxruntime_backend, y9deploy.runtime.torch_backend
-        import y9deploy.runtime.tensorrt_backend, y9deploy.runtime.cuda, y9deploy.runtime.gpu_pipeline
+        import y9deploy.runtime.backends.onnxruntime_backend, y9deploy.runtime.backends.torch_backend
+        import y9deploy.runtime.backends.tensorrt_backend, y9deploy.runtime.backends.cuda, y9deploy.runtime.gpu_pipeline
         import y9core.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device
         import y9deploy.pre.torch_letterbox, y9deploy.pipelines.predict.run, y9deploy.pipelines.sources.frame_reader
         import y9deploy.pipelines.tiling, y9deploy.pipelines.tiling.recall, y9deploy.pipelines.predict.results
@@ -63,7 +64,7 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         with Detector({str(tiny)!r}, conf=0.5) as det:
             dets = det.predict(cv2.imread({str(IMAGES[0])!r}))
         assert len(dets) > 0
-        from y9deploy.doctor import diagnose
+        from y9deploy.measure.doctor import diagnose
         assert diagnose().torch is None
         assert "torch" not in sys.modules
         print("ok", len(dets))
@@ -76,7 +77,7 @@ def test_runtime_imports_and_runs_without_torch(tiny):
 def test_onnxruntime_backend_describes_and_runs(tiny, tmp_path):
     import onnxruntime as ort
 
-    from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
+    from y9deploy.runtime.backends.onnxruntime_backend import OnnxRuntimeBackend
 
     b = OnnxRuntimeBackend(tiny, "cpu")
     assert isinstance(b, Backend)
@@ -169,7 +170,7 @@ def test_end2end_model_runs_transparently(gelan_t):
 
 
 def test_torch_backend_options(gelan_t):
-    from y9deploy.runtime.torch_backend import TorchBackend
+    from y9deploy.runtime.backends.torch_backend import TorchBackend
 
     with pytest.raises(ValueError, match="multiples"):
         TorchBackend(gelan_t["pt"], "cpu", imgsz=100)
@@ -201,7 +202,7 @@ def test_every_device_option_reads_one_grammar(tmp_path):
     """``--device gpu`` means the same to the trainer and checkpoint validation as to the deployed backends: the
     trainer's reading refuses no spelling the backends take (here, without a GPU: the refusal says there is none)."""
     from y9core.errors import BackendUnavailableError
-    from y9train.run_setup import resolve_device
+    from y9train.setup.device_model import resolve_device
 
     assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
     for spec in ("gpu", "cuda", "cuda:0", "0", 0):

@@ -12,7 +12,7 @@ import pytest
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9core.errors import BackendUnavailableError, EngineMismatchError, ModelFileError
 from y9deploy import Detector
-from y9deploy.runtime.tensorrt_backend import (
+from y9deploy.runtime.backends.tensorrt_backend import (
     engine_profile,
     output_shape,
     profile_batch_range,
@@ -122,7 +122,7 @@ def test_profile_shape_selection():
 def test_checked_cuda_wrapper_without_a_gpu():
     """Every CUDA call goes through one checked wrapper: no driver here gives a CudaError naming the call."""
     pytest.importorskip("cuda.bindings")
-    from y9deploy.runtime import cuda
+    from y9deploy.runtime.backends import cuda
 
     if cuda.device_count() > 0:
         pytest.skip("this machine has a CUDA device")

@@ -11,7 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.deploy.runtime_support import export_tiny_onnx
-from y9deploy.bench import BenchmarkResult, StageStats, StageTimer, benchmark, compare, synthetic_frame
+from y9deploy.measure.bench import (
+    BenchmarkResult,
+    StageStats,
+    StageTimer,
+    benchmark,
+    compare,
+    synthetic_frame,
+)
 
 
 @pytest.fixture(scope="module")

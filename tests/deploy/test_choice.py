@@ -144,7 +144,7 @@ def test_default_choice_for_the_doctor():
 
 def test_doctor_report_names_the_choice():
     from y9core.post.choice import probe
-    from y9deploy.doctor import diagnose, report_dict
+    from y9deploy.measure.doctor import diagnose, report_dict
 
     report = diagnose()
     facts = probe()
@@ -161,7 +161,7 @@ def test_detector_names_its_choice(embedded_pt):
     pipeline set explicitly on CPU tensors (its post-processing by the rule: host, the faster on the CPU)."""
     pytest.importorskip("torch")
     from y9deploy import Detector
-    from y9deploy.bench import BenchmarkResult, benchmark, synthetic_frame
+    from y9deploy.measure.bench import BenchmarkResult, benchmark, synthetic_frame
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
 
     frame = synthetic_frame(90, 160)
@@ -191,9 +191,9 @@ def test_post_runner_gives_numpy_outputs_to_the_host_implementation():
     hands them to the implementation the rule gives for them (the host one); both give the host's rows."""
     torch = pytest.importorskip("torch")
     from tests.deploy.test_postprocess import random_prediction
+    from y9deploy.post.options import PredictOptions, resolve_options
     from y9deploy.post.runner import PostRunner
     from y9deploy.postprocess import postprocess
-    from y9deploy.runtime.options import PredictOptions, resolve_options
 
     pred = random_prediction(np.random.default_rng(4), 2, 3, 300, ties=True)
     opts = resolve_options(PredictOptions(), {"conf": 0.3}, nc=3, end2end=False)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import TEST_DATA
 from y9core.errors import Y9Error
-from y9deploy.bench import BenchmarkResult, benchmark, compare, synthetic_frame
+from y9deploy.measure.bench import BenchmarkResult, benchmark, compare, synthetic_frame
 
 torch = pytest.importorskip("torch")
 from y9deploy import Detector  # noqa: E402

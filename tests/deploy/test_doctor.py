@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from y9deploy.doctor import diagnose
-from y9deploy.doctor_verdicts import GpuInfo, verdicts
+from y9deploy.measure.doctor import diagnose
+from y9deploy.measure.doctor_verdicts import GpuInfo, verdicts
 
 H200 = GpuInfo(0, "NVIDIA H200", "sm90", 139.8, "580.159.03")
 RTX4090 = GpuInfo(0, "NVIDIA GeForce RTX 4090", "sm89", 24.0, "580.0")

@@ -233,7 +233,7 @@ def test_bad_input(small_model, tmp_path):
 
 
 def test_export_own_checkpoint(small_model, tmp_path):
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
 
     ckpt = save_checkpoint(small_model, tmp_path / "best.pt", epoch=3)
     path = export_onnx(ckpt, tmp_path / "best.onnx", imgsz=160)

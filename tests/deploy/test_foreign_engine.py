@@ -66,7 +66,7 @@ def test_facts_from_the_onnx_beside_it(foreign, tmp_path):
 
 
 def test_facts_given_with_an_option_or_from_the_sidecar(foreign, tmp_path):
-    from y9deploy.runtime.foreign_engine import sidecar_path
+    from y9deploy.runtime.backends.foreign_engine import sidecar_path
 
     engine, onnx_path = foreign
     text = _refused_at_the_gpu_check(engine, facts=onnx_path)  # nothing beside it: the ONNX given

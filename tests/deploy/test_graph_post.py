@@ -18,8 +18,8 @@ from tests.deploy.test_detector_gpu_path import random_pred, random_settings, un
 from y9core.post import triton_nms as nms_triton  # noqa: E402
 from y9core.post.choice import PostImpl  # noqa: E402
 from y9deploy.post.graph import GraphPost, GraphStats, pick_k  # noqa: E402
+from y9deploy.post.options import PredictOptions, resolve_options  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
-from y9deploy.runtime.options import PredictOptions, resolve_options  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,7 @@ def split_data(tmp_path_factory) -> Path:
 def int8_model(tmp_path_factory, split_data):
     """`.pt -> INT8 ONNX` with the default rule, the gate allowing any drop (its figures are asserted below):
     (path, the gate's result)."""
-    from y9deploy.export.int8 import export_int8
+    from y9deploy.int8.export import export_int8
 
     out = tmp_path_factory.mktemp("int8") / "coco-int8.onnx"
     result = export_int8(embedded_model_path(), out, data=split_data, imgsz=IMGSZ, max_drop=100.0)
@@ -50,7 +50,7 @@ def int8_model(tmp_path_factory, split_data):
 
 
 def test_gate_refuses_a_model_quantized_without_its_float_head(embedded_export, split_data, tmp_path, int8_model):
-    from y9deploy.export.int8 import AccuracyGateError, export_int8
+    from y9deploy.int8.export import AccuracyGateError, export_int8
 
     fp32 = embedded_export(imgsz=IMGSZ)
     out = tmp_path / "all-int8.onnx"
@@ -68,8 +68,8 @@ def test_gate_refuses_a_model_quantized_without_its_float_head(embedded_export, 
 def test_int8_file_carries_precision_and_calibration_digest(int8_model, split_data):
     import onnx
 
-    from y9deploy.export.int8_calib import calibration_set
     from y9deploy.facts import read_facts
+    from y9deploy.int8.calib import calibration_set
 
     path, _ = int8_model
     facts = read_facts(path)

@@ -151,7 +151,7 @@ def test_predict_into_a_folder_another_process_writes_is_refused(tiny, tmp_path,
 
     from tests.conftest import REPO
 
-    hold = "import sys, time\nfrom y9core.run_dir import RunLock\nRunLock(sys.argv[1]).acquire()\nprint('held', flush=True)\ntime.sleep(60)"
+    hold = "import sys, time\nfrom y9core.files.run_dir import RunLock\nRunLock(sys.argv[1]).acquire()\nprint('held', flush=True)\ntime.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / "busy")], stdout=subprocess.PIPE, text=True,
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})  # fmt: skip
     try:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
 from tests.deploy.embedded import COCO8, IMGSZ
-from y9core.coco_categories import COCO91_IDS
+from y9core.evaluation.coco_categories import COCO91_IDS
 from y9deploy.pipelines.predict.results import read_jsonl
 
 PX = 1e-3

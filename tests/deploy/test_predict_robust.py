@@ -23,7 +23,7 @@ from tests.conftest import REPO, TEST_DATA
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9deploy import Detector
 from y9deploy.pipelines.predict.results import read_jsonl
-from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from y9deploy.runtime.backends.onnxruntime_backend import OnnxRuntimeBackend
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 

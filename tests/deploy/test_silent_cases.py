@@ -12,7 +12,7 @@ from y9deploy.facts import inspect_facts
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    from y9train.checkpoint import checkpoint_payload, save_checkpoint
+    from y9train.checkpoints.load import checkpoint_payload, save_checkpoint
     from y9train.models import build_model
 
     folder = tmp_path_factory.mktemp("pt")
@@ -101,7 +101,8 @@ def test_load_checkpoint_warns_when_class_names_repeat(tmp_path):
     import warnings
 
     from y9core.model_facts import FactsWarning
-    from y9train.checkpoint import load_checkpoint, save_checkpoint
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     model = build_model("gelan-t", nc=80).eval()

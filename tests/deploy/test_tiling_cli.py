@@ -22,7 +22,7 @@ from y9deploy.pipelines.tiling import (
     tile_grid,
 )
 from y9deploy.pipelines.tiling.recall import matched_ground_truth, recall_at_iou
-from y9deploy.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from y9deploy.runtime.backends.onnxruntime_backend import OnnxRuntimeBackend
 
 HW = (1200, 1600)
 N = 30

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import shared_path
-from y9core.coco_categories import COCO91_IDS
-from y9core.val_plots import CURVE_PX, MATRIX_PX
-from y9core.val_report import PICTURES
+from y9core.evaluation.coco_categories import COCO91_IDS
+from y9core.evaluation.plots import CURVE_PX, MATRIX_PX
+from y9core.evaluation.report import PICTURES
 
 COCOeval = pytest.importorskip("pycocotools.cocoeval").COCOeval
 COCO = pytest.importorskip("pycocotools.coco").COCO

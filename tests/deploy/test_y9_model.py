@@ -84,10 +84,10 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     """The library functions are the things that work; what the Model hands them is checked here."""
     import y9.val as val_module
     import y9deploy.export.onnx_export as export_module
-    import y9train.train as train_module
+    import y9train.run.train as train_module
 
     seen: dict[str, dict] = {}
-    from y9core.val_result import ValResult
+    from y9core.evaluation.result import ValResult
 
     def fake_val(data, model, **kw):
         seen["val"] = kw
@@ -100,7 +100,7 @@ def test_val_export_and_train_default_to_the_trained_size(embedded_pt, monkeypat
     monkeypatch.setattr(train_module, "train", lambda **kw: seen.setdefault("train", kw) and None)
     h, w = _recorded_imgsz(embedded_pt)
     model = y9.Model(embedded_pt)
-    import y9core.val_report as report_module
+    import y9core.evaluation.report as report_module
 
     monkeypatch.setattr(report_module, "write_val_report", lambda res, folder, **kw: seen.setdefault("report", {
         **kw, "folder": folder}))  # fmt: skip
@@ -134,7 +134,8 @@ def test_val_of_a_rectangular_checkpoint_runs_at_its_trained_size_without_a_warn
     import warnings
 
     from y9core.model_facts import FactsWarning
-    from y9train.checkpoint import load_checkpoint, save_checkpoint
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
 
     rect = save_checkpoint(load_checkpoint(embedded_pt), tmp_path / "rect.pt", imgsz=[320, 416], epoch=1)
     with warnings.catch_warnings():

@@ -278,7 +278,7 @@ class StandIns:
     def _random_checkpoint(name: str, path: Path) -> None:
         import torch
 
-        from y9train.checkpoint import save_checkpoint
+        from y9train.checkpoints.load import save_checkpoint
         from y9train.models import build_model
 
         torch.manual_seed(0)

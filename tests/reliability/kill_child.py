@@ -67,7 +67,7 @@ def install(kill: str) -> None:
 
         torch.save = save
     elif kind == "event":
-        from y9train.trainer import Trainer
+        from y9train.loop.trainer import Trainer
 
         real_init = Trainer.__init__
 
@@ -81,7 +81,7 @@ def install(kill: str) -> None:
 
         Trainer.__init__ = init
     elif kind == "val":
-        import y9train.validate as validate
+        import y9train.reports.validate as validate
 
         real_run = validate.run_validation
 

@@ -112,7 +112,7 @@ def reference_run(spec: RunSpec, workdir: Path, env: dict[str, str]) -> Referenc
 
 def read_reference(run_dir: Path) -> Reference:
     """What ``reference_run`` trained into ``run_dir``, read back from its checkpoints."""
-    from y9train.checkpoint import read_checkpoint
+    from y9train.checkpoints.load import read_checkpoint
 
     weights = run_dir / "weights"
     last, best = read_checkpoint(weights / "last.pt"), read_checkpoint(weights / "best.pt")
@@ -147,9 +147,10 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
                     env: dict[str, str], *, kill_after: float | None = None) -> TrialResult:  # fmt: skip
     """One trial: train killed at ``kill`` (or after ``kill_after`` s), then ``y9 train --resume``, then the checks."""
     from y9core.errors import ModelFileError
-    from y9train.checkpoint import load_checkpoint, read_checkpoint
-    from y9train.reporting import read_csv
-    from y9train.train_state import read_train_state
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import read_checkpoint
+    from y9train.loop.state import read_train_state
+    from y9train.reports.reporting import read_csv
 
     t0 = time.perf_counter()
     run_dir = workdir / name

@@ -1,6 +1,6 @@
 """Unbounded work (issue 34 "Why"): a YAML alias bomb, an oversized or recursive YAML file, a syntax error, a huge
 label line and a rules polygon of too many points are each refused with one sentence of readable length naming the
-file (and line), by the one YAML loader (y9core.yaml_load) every reader uses: data.yaml, hyperparameter files,
+file (and line), by the one YAML loader (y9core.files.yaml_load) every reader uses: data.yaml, hyperparameter files,
 model configs, inspection rules and ``key=value`` overrides."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from tests.train.data_fixtures import coco_pair_dataset
 from y9core.data.labels import MAX_LABEL_LINE, parse_label_file
 from y9core.data.yaml_config import load_data_yaml
 from y9core.errors import ConfigFileError, DataError, RulesFileError
-from y9core.yaml_load import MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES, load_yaml_file
+from y9core.files.yaml_load import MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES, load_yaml_file
 from y9deploy.pipelines.inspection.rules_file import load_rules
 from y9deploy.tracking.regions import MAX_POLYGON_POINTS, Region
-from y9train.hyp import Hyp, read_hyp_yaml
 from y9train.models import build_model
 from y9train.models.config import ConfigError
+from y9train.optimisation.hyp import Hyp, read_hyp_yaml
 
 READABLE = 400  # characters: the most any of these sentences may take
 

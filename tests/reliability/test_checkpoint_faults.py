@@ -14,10 +14,11 @@ import torch
 
 from tests.conftest import REPO, shared_path
 from y9core.errors import ModelFileError
-from y9train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.load import read_checkpoint, save_checkpoint
+from y9train.checkpoints.official_pickle import load_official, placeholder_state_dict
+from y9train.loop.state import read_train_state, rng_state
 from y9train.models import build_model
-from y9train.official_pickle import load_official, placeholder_state_dict
-from y9train.train_state import read_train_state, rng_state
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +171,7 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_missing_or_mistyped_entries_are_one_sentence(good, tmp_path, case):
-    from y9train.checkpoint_integrity import tensor_digest
+    from y9train.checkpoints.integrity import tensor_digest
 
     payload = _edit(torch.load(good, weights_only=True), MALFORMED[case])
     if case.startswith("a weight"):

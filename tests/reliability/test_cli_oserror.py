@@ -61,7 +61,7 @@ def world():
     import torch  # noqa: F401 - imported as root, before any unprivileged call
 
     from y9deploy.export.onnx_export import export_onnx_report
-    from y9train.checkpoint import save_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     coco8 = shared_path("datasets", "coco8", "data.yaml")
@@ -221,7 +221,7 @@ def test_debug_shows_the_traceback(world, capsys):
 
 # ------------------------------------------------------------------------------------------ a full disk
 class _DiskFills:
-    """``os`` for y9core.atomic_write whose ``write`` writes ``room`` bytes, then fails with ENOSPC."""
+    """``os`` for y9core.files.atomic_write whose ``write`` writes ``room`` bytes, then fails with ENOSPC."""
 
     def __init__(self, room: int) -> None:
         self.room = room
@@ -249,7 +249,7 @@ def test_a_full_disk_says_so_and_keeps_the_old_file(world, tmp_path, command, te
                                                      monkeypatch):  # fmt: skip
     if command == "build-engine":
         pytest.importorskip("tensorrt_rtx")
-    import y9core.atomic_write as aw
+    import y9core.files.atomic_write as aw
 
     out = tmp_path / "out"
     out.mkdir()
@@ -270,7 +270,7 @@ def test_a_full_disk_during_training_says_so(world, tmp_path, capsys, monkeypatc
     """results.csv cannot be written (ENOSPC after the first epoch): one sentence naming it, no temporary file."""
     import csv as csv_module
 
-    import y9train.reporting as reporting
+    import y9train.reports.reporting as reporting
 
     def writer(f, *args, **kwargs):  # the disk fills when results.csv is written (steps.csv still goes)
         if str(getattr(f, "name", "")).endswith("results.csv.tmp"):

@@ -29,12 +29,12 @@ from tests.train.trainer_fixtures import one_thread, tiny_config  # noqa: F401
 from y9cli import data as data_cli
 from y9core.data.image_check import CHUNK
 from y9core.errors import DataError
-from y9train.checkpoint import save_checkpoint
+from y9train.checkpoints.load import save_checkpoint
 from y9train.data import YoloDataset, load_data_yaml, load_labels, parse_label_file
 from y9train.data.check import check_dataset
+from y9train.loop.trainer import Trainer
 from y9train.models import build_model
-from y9train.run_setup import load_model_for_training
-from y9train.trainer import Trainer
+from y9train.setup.device_model import load_model_for_training
 
 LABEL_36 = (COCO_36.parent / "000000000036.txt").read_text()
 

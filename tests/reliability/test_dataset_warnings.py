@@ -18,12 +18,12 @@ from tests.reliability.hostile_images import jpeg, with_exif_orientation
 from tests.train.data_fixtures import COCO_36, add_image, coco_pair_dataset
 from tests.train.trainer_fixtures import one_thread, tiny_config  # noqa: F401
 from y9core.data.labels import load_labels
-from y9core.image_read import decode_image
+from y9core.images.read import decode_image
 from y9deploy.runtime.image_file import read_image
 from y9train.data import YoloDataset
 from y9train.data.check import check_dataset
-from y9train.reporting import Reporter
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
+from y9train.reports.reporting import Reporter
 
 NAMES = [f"c{i}" for i in range(80)]
 NAMES[5], NAMES[9] = "Car", " car"

@@ -38,11 +38,11 @@ def no_temporaries(folder: Path) -> bool:
 
 
 def test_appended_lines_stay_whole_at_the_limit(tmp_path):
-    """y9core.append_file itself, under a 1000-byte limit: the write that crosses it is cut back."""
+    """y9core.files.append_file itself, under a 1000-byte limit: the write that crosses it is cut back."""
     code = textwrap.dedent(f"""
         import resource
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-        from y9core.append_file import AppendFile
+        from y9core.files.append_file import AppendFile
         f = AppendFile({str(tmp_path / "log.jsonl")!r}, fresh=True)
         try:
             for k in range(100):

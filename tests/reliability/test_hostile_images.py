@@ -21,7 +21,7 @@ from tests.reliability.hostile_images import jpeg, jpeg_bomb, png_bomb, scramble
 from tests.train.data_fixtures import COCO_36, coco_pair_dataset
 from y9core.data.image_check import verify_images
 from y9core.errors import ImageFileError
-from y9core.image_read import (
+from y9core.images.read import (
     DEFAULT_MAX_PIXELS,
     EXTRA_BYTES,
     MAX_BYTES_PER_PIXEL,

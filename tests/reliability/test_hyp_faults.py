@@ -12,7 +12,7 @@ import pytest
 from tests.reliability.test_data_faults import one_sentence
 from y9train.data import AugmentConfig
 from y9train.data.augment import AUGMENT_RANGES
-from y9train.hyp import HYP_RANGES, Hyp, TrainConfig, apply_overrides, load_hyp, parse_overrides
+from y9train.optimisation.hyp import HYP_RANGES, Hyp, TrainConfig, apply_overrides, load_hyp, parse_overrides
 
 ABSURD = [
     ("mosaic", "2", "[0, 1] (a probability)"),

@@ -92,7 +92,7 @@ def _train(*args):
 def test_resume_arguments_that_cannot_apply_are_refused(references, coco8):
     _, _, run = references(True)
     before = (run / "weights" / "last.pt").read_bytes()
-    from y9train.train import train
+    from y9train.run.train import train
 
     for kwargs, names in [
         ({"data": coco8}, "--data"),

@@ -138,7 +138,8 @@ def test_build_engine_refuses_an_onnx_that_is_not_a_detector(tmp_path, capsys):
 
 def test_a_checkpoint_with_integer_weights_is_refused(tmp_path):
     from y9deploy import Detector
-    from y9train.checkpoint import checkpoint_payload, load_checkpoint, write_payload
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import checkpoint_payload, write_payload
     from y9train.models import build_model
 
     path = tmp_path / "int32.pt"
@@ -154,7 +155,8 @@ def test_a_checkpoint_with_integer_weights_is_refused(tmp_path):
 
 
 def test_model_facts_in_a_checkpoint_are_checked(tmp_path):
-    from y9train.checkpoint import load_checkpoint, save_checkpoint
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import save_checkpoint
     from y9train.models import build_model
 
     model = build_model("gelan-t", nc=3, names=NAMES)
@@ -170,8 +172,8 @@ def test_model_facts_in_a_checkpoint_are_checked(tmp_path):
 
 def test_a_last_pt_whose_optimizer_state_does_not_fit_is_refused_before_the_resume(tmp_path):
     from tests.train.trainer_fixtures import coco_pair, tiny_config
-    from y9train.checkpoint import read_checkpoint, write_payload
-    from y9train.trainer import Trainer
+    from y9train.checkpoints.load import read_checkpoint, write_payload
+    from y9train.loop.trainer import Trainer
 
     torch.set_num_threads(1)
     run = Trainer(tiny_config(coco_pair(tmp_path), tmp_path, epochs=1, imgsz=64, val=False)).fit()

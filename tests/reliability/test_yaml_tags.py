@@ -34,7 +34,7 @@ def _data(tmp_path, line: str):
 
 
 def _hyp(tmp_path, line: str):
-    from y9train.hyp import read_hyp_yaml
+    from y9train.optimisation.hyp import read_hyp_yaml
 
     path = tmp_path / "hyp.yaml"
     path.write_text("lr0: 0.01\n" + line)
@@ -64,7 +64,7 @@ def test_a_tagged_value_is_one_sentence_naming_the_file_and_the_tag(tmp_path, re
 
 @pytest.mark.parametrize("case", sorted(TAGGED))
 def test_a_tagged_override_stays_text_and_is_refused_as_a_value(case):
-    from y9train.hyp import TrainConfig, apply_overrides
+    from y9train.optimisation.hyp import TrainConfig, apply_overrides
 
     value = TAGGED[case][0].split(":", 1)[1].strip()
     with pytest.raises(ValueError, match=r"^override: lr0=.*; expected a number\.$"):

@@ -73,9 +73,9 @@ def max_relative(ours: dict[str, float], ref: dict[str, float]) -> float:
 def free_running(data: Path, project: Path, checkpoint: Path, iterations: int) -> list[dict]:
     """``y9 train --hyp official`` from ``checkpoint`` (augmentation off, fp32, CPU, one batch an epoch) for
     ``iterations`` batches; per batch its losses and, after an optimiser step, the momentum-buffer norms."""
-    from y9train.hooks import StopTraining
-    from y9train.train import build_config
-    from y9train.trainer import Trainer
+    from y9train.loop.hooks import StopTraining
+    from y9train.loop.trainer import Trainer
+    from y9train.run.train import build_config
 
     rows: list[dict] = []
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from y9train.data import YoloDataset, load_data_yaml
-from y9train.hyp import Hyp, load_hyp
+from y9train.optimisation.hyp import Hyp, load_hyp
 
 ROOT = Path(__file__).resolve().parents[2]
 COCO8 = ROOT / "tests" / "data"

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from tests.conftest import REPO, shared_path
 from y9cli.app import app
 from y9core.errors import ModelFileError
-from y9train.checkpoint import load_checkpoint, read_checkpoint, save_checkpoint
+from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.load import read_checkpoint, save_checkpoint
 from y9train.models import build_model
 from y9train.reparam import fuse
 
@@ -123,8 +124,8 @@ def test_save_is_atomic(tmp_path, monkeypatch):
 
 def test_a_checkpoint_is_readable_as_every_other_output_is(tmp_path):
     """Its mode is what the umask makes of 0o644 (a teammate or a serving container reads it), as for the files
-    y9core.atomic_write writes; it was 0o600 (mkstemp's)."""
-    from y9core.atomic_write import atomic_write
+    y9core.files.atomic_write writes; it was 0o600 (mkstemp's)."""
+    from y9core.files.atomic_write import atomic_write
 
     mask = os.umask(0o022)
     try:

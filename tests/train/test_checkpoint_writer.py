@@ -1,4 +1,4 @@
-"""Checkpoints written in the background (``TrainConfig.async_save``, ``y9train.checkpoint_writer``): the same files
+"""Checkpoints written in the background (``TrainConfig.async_save``, ``y9train.checkpoints.writer``): the same files
 as a synchronous run, from a snapshot the next epoch cannot change; a failed write ends the run with the same error
 and leaves no temporary file; ``fit`` waits for a pending write before it returns or re-raises.
 """
@@ -13,13 +13,13 @@ import time
 import pytest
 import torch
 
-import y9train.trainer as trainer_module
+import y9train.loop.trainer as trainer_module
 from tests.train.trainer_fixtures import TIMING_KEYS, coco_pair, one_thread, tiny_config  # noqa: F401
-from y9train.checkpoint import read_checkpoint
-from y9train.checkpoint_writer import CheckpointWriter
-from y9train.reporting import read_csv
-from y9train.train_state import snapshot_run, write_run
-from y9train.trainer import Trainer
+from y9train.checkpoints.load import read_checkpoint
+from y9train.checkpoints.writer import CheckpointWriter
+from y9train.loop.state import snapshot_run, write_run
+from y9train.loop.trainer import Trainer
+from y9train.reports.reporting import read_csv
 
 #: entries that name the run's own folder or the option under test (they differ between the two runs)
 _RUN_KEYS = {"project", "save_dir", "async_save"}

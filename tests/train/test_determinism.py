@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
-from y9train.determinism import (
+from y9train.loop.trainer import Trainer
+from y9train.setup.determinism import (
     CUBLAS_DETERMINISTIC_WORKSPACE,
     AlgorithmChoice,
     algorithm_choice,
     state_digest,
 )
-from y9train.trainer import Trainer
 
 CUDA, CPU = torch.device("cuda", 0), torch.device("cpu")
 FOUND = AlgorithmChoice(
@@ -129,8 +129,8 @@ def test_a_deterministic_run_on_cpu_trains_the_default_runs_weights_and_puts_tor
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_the_command_line_flag_reaches_the_config(flag):
-    from y9train.train import build_config
-    from y9train.train_args import parser, train_kwargs
+    from y9train.run.args import parser, train_kwargs
+    from y9train.run.train import build_config
 
     argv = ["--data", "d.yaml"] + (["--deterministic"] if flag else [])
     kwargs = train_kwargs(**vars(parser().parse_args(argv)))

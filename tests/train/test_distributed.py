@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import REPO, shared_path
 from y9train.data import YoloBatchSampler
-from y9train.distributed import DistributedBatchSampler, share_bounds
-from y9train.launch import parse_devices, torchrun_command
-from y9train.train import check_distributed_device
+from y9train.run.distributed import DistributedBatchSampler, share_bounds
+from y9train.run.launch import parse_devices, torchrun_command
+from y9train.run.train import check_distributed_device
 
 
 class _Shapes:
@@ -77,7 +77,7 @@ def test_devices_parse_and_torchrun_command():
     env = {"PATH": "/bin", "NCCL_NVLS_ENABLE": "0"}
     argv, out = torchrun_command(parse_devices("1,0"), ["--data", "d.yaml", "lr0=0.02"], env)
     assert argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-                        "y9train.train", "--data", "d.yaml", "lr0=0.02", "--device", "cuda"]  # fmt: skip
+                        "y9train.run.train", "--data", "d.yaml", "lr0=0.02", "--device", "cuda"]  # fmt: skip
     assert out["CUDA_VISIBLE_DEVICES"] == "1,0" and out["NCCL_NVLS_ENABLE"] == "0" and out["PATH"] == "/bin"
     _, out = torchrun_command(parse_devices("0,2"), [], {"CUDA_VISIBLE_DEVICES": "4,5,6"})
     assert out["CUDA_VISIBLE_DEVICES"] == "4,6"  # indices into the GPUs already visible
@@ -98,14 +98,14 @@ def test_device_option_under_torchrun():
 _PROBE = r"""
 import json, sys, runpy
 import torch.distributed as dist
-sys.argv = ["y9train.train"] + sys.argv[1:]
+sys.argv = ["y9train.run.train"] + sys.argv[1:]
 try:
-    runpy.run_module("y9train.train", run_name="__main__", alter_sys=True)
+    runpy.run_module("y9train.run.train", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-mods = sorted(m for m in sys.modules if m.startswith("y9train.distributed") or m == "y9train.launch"
+mods = sorted(m for m in sys.modules if m.startswith("y9train.run.distributed") or m == "y9train.run.launch"
               or m.startswith("torch.distributed.run") or m.startswith("torch.distributed.elastic"))
 print("PROBE " + json.dumps({"code": code, "initialized": dist.is_initialized(), "modules": mods}))
 """
@@ -113,8 +113,8 @@ print("PROBE " + json.dumps({"code": code, "initialized": dist.is_initialized(),
 
 @pytest.mark.parametrize("world_size", [None, "1"])
 def test_single_device_run_never_touches_distributed_code(tmp_path, world_size):
-    """``python -m y9train.train`` on one device (no WORLD_SIZE, or torchrun's WORLD_SIZE=1) trains without
-    importing y9train.distributed or the launcher and without a process group."""
+    """``python -m y9train.run.train`` on one device (no WORLD_SIZE, or torchrun's WORLD_SIZE=1) trains without
+    importing y9train.run.distributed or the launcher and without a process group."""
     data = shared_path("datasets", "coco8", "data.yaml")
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"

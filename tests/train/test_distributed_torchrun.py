@@ -1,7 +1,7 @@
 """torchrun with 2 CPU processes (gloo) on coco8, gelan-t, 160 px: the run trains, rank 0 alone writes, ``y9 train
 --devices cpu,cpu --resume`` continues it, and its losses are those of a single process at the same global batch.
 
-What can differ between 2 processes x 2 images and 1 process x 4 images, and what y9train.distributed does about it:
+What can differ between 2 processes x 2 images and 1 process x 4 images, and what y9train.run.distributed does about it:
 - gradient averaging: DDP averages the ranks' gradients; y9 sums them (a communication hook), and each rank's loss is
   its share's size times its terms, so the ranks' losses add up to the single-process loss;
 - the loss normaliser T (sum of target scores): y9 all-reduces it, so each rank divides by the global batch's T. With
@@ -37,12 +37,12 @@ import torch
 
 from tests.conftest import REPO, shared_path
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9train.checkpoint import read_checkpoint
-from y9train.distributed import share_bounds
-from y9train.hyp import Hyp, TrainConfig
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.trainer import Trainer
 from y9train.loss.detection_loss import batch_normaliser
-from y9train.reporting import read_csv
-from y9train.trainer import Trainer
+from y9train.optimisation.hyp import Hyp, TrainConfig
+from y9train.reports.reporting import read_csv
+from y9train.run.distributed import share_bounds
 
 TERMS = ("box", "cls", "dfl")
 
@@ -57,7 +57,7 @@ def _env() -> dict[str, str]:
 
 def _torchrun(args: list[str]) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "y9train.train", *args]  # fmt: skip
+           "-m", "y9train.run.train", *args]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc

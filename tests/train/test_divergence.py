@@ -1,5 +1,5 @@
 """A run whose weights go non-finite stops at the end of that epoch with one sentence, and keeps the last
-checkpoint that held finite weights (y9train/divergence.py)."""
+checkpoint that held finite weights (y9train/loop/divergence.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import torch
 from torch import nn
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
-from y9train.checkpoint import load_checkpoint, read_checkpoint
-from y9train.checkpoint_integrity import first_non_finite
-from y9train.divergence import TrainingDivergedError, check_finite_weights
-from y9train.trainer import Trainer
+from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.integrity import first_non_finite
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.divergence import TrainingDivergedError, check_finite_weights
+from y9train.loop.trainer import Trainer
 
 
 def test_first_non_finite_names_parameters_and_buffers():

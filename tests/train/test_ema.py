@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9train.ema import ModelEMA
 from y9train.models import build_model
-from y9train.run_setup import fp16_as_official
+from y9train.optimisation.ema import ModelEMA
+from y9train.setup.device_model import fp16_as_official
 
 
 def _perturb(model, seed):

@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401  (fixture)
-from y9train.ema import ModelEMA
-from y9train.hyp import Hyp, load_hyp
-from y9train.optim import AUTO_EMA_TAU_MAX, planned_steps, resolve_auto, resolve_ema_tau
-from y9train.reporting import Reporter
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.ema import ModelEMA
+from y9train.optimisation.hyp import Hyp, load_hyp
+from y9train.optimisation.optim import AUTO_EMA_TAU_MAX, planned_steps, resolve_auto, resolve_ema_tau
+from y9train.reports.reporting import Reporter
 
 
 def test_auto_tau_from_the_planned_steps():
@@ -86,7 +86,8 @@ def test_an_fp16_ema_trains_saves_loads_and_resumes_in_the_trainer(tmp_path):
     """The trainer with its EMA turned fp16 (what ``ema_fp16`` does from the first validation on a GPU with fp16
     autocast; forced here on a CPU run): it updates in fp16, last.pt holds the fp16 EMA and loads as a float32
     model, and a resume restarts the EMA in float32 (as the official's resume)."""
-    from y9train.checkpoint import load_checkpoint, read_checkpoint
+    from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.load import read_checkpoint
 
     def to_fp16(t):
         t.ema.fp16_from_validation = True

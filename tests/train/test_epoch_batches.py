@@ -1,4 +1,4 @@
-"""The next epoch's batches are started before an epoch validates (``y9train.epoch_batches``, issue 48): the
+"""The next epoch's batches are started before an epoch validates (``y9train.loop.epoch_batches``, issue 48): the
 workers build them meanwhile, and they are the very batches a fresh iteration of that epoch gives."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9train.data import YoloDataset, build_dataloader
-from y9train.epoch_batches import EpochBatches
-from y9train.hyp import TrainConfig
-from y9train.trainer import Trainer
+from y9train.loop.epoch_batches import EpochBatches
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.hyp import TrainConfig
 
 
 def test_the_next_epoch_is_started_before_the_epoch_validates(tmp_path):

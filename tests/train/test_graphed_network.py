@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
-from y9train.graphed_network import GraphedNetwork, graphed_network
-from y9train.hyp import TrainConfig
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.graphed_network import GraphedNetwork, graphed_network
+from y9train.optimisation.hyp import TrainConfig
 
 
 def test_the_rule_names_why_graphs_do_not_apply():
@@ -41,7 +41,7 @@ def test_not_requested_means_no_wrapper_and_no_report():
 def test_the_default_uses_graphs_wherever_they_apply_and_says_nothing_elsewhere():
     """``cuda_graph`` None (TrainConfig's default): a GraphedNetwork on a CUDA device of a one-process eager run;
     nothing, and no report, on the CPU or with compile / checkpointing / several processes."""
-    from y9train.hyp import TrainConfig
+    from y9train.optimisation.hyp import TrainConfig
 
     assert TrainConfig().cuda_graph is None
     said: list[str] = []
@@ -74,7 +74,7 @@ def test_kept_buffers_puts_batchnorm_statistics_back_in_place():
     uninterrupted run ends): every buffer gets its old value back, in the same storage a graph points at."""
     from torch import nn
 
-    from y9train.graphed_network import kept_buffers
+    from y9train.optimisation.graphed_network import kept_buffers
 
     torch.manual_seed(0)
     net = nn.Sequential(
@@ -96,7 +96,7 @@ def test_kept_buffers_puts_batchnorm_statistics_back_in_place():
 def test_kept_buffers_restores_after_an_error_too():
     from torch import nn
 
-    from y9train.graphed_network import kept_buffers
+    from y9train.optimisation.graphed_network import kept_buffers
 
     bn = nn.BatchNorm1d(3).train()  # the test fails if the restore is skipped on the error path
     mean = bn.running_mean.clone()

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401 - fixture
-from y9train.checkpoint import read_checkpoint
-from y9train.ema import ModelEMA
-from y9train.hyp import Hyp, load_hyp
-from y9train.optim import resolve_ema_tau
-from y9train.trainer import Trainer
-from y9train.weight_average import EpochAverage
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.ema import ModelEMA
+from y9train.optimisation.hyp import Hyp, load_hyp
+from y9train.optimisation.optim import resolve_ema_tau
+from y9train.optimisation.weight_average import EpochAverage
 
 
 def test_levers_are_off_by_default_and_in_both_recipes():

@@ -24,12 +24,12 @@ import torch
 import torch.nn.functional as F
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401  (fixture)
+from y9train.loop.trainer import Trainer
 from y9train.loss import DetectionLoss
 from y9train.loss.assigner import alignment
 from y9train.loss.dfl import dfl_decode_fp16
 from y9train.loss.grid import AnchorGrid
-from y9train.reporting import Reporter
-from y9train.trainer import Trainer
+from y9train.reports.reporting import Reporter
 
 NC, R, STRIDES = 3, 16, (8.0, 16.0, 32.0)
 LABELS = torch.tensor(

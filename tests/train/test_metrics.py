@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_path
-from y9core.metrics import evaluate, match_at_iou
+from y9core.evaluation.metrics import evaluate, match_at_iou
 
 pycocotools = pytest.importorskip("pycocotools")
 from pycocotools.coco import COCO  # noqa: E402

@@ -24,8 +24,8 @@ from tests.train.trainer_fixtures import one_thread  # noqa: F401 - autouse: one
 from y9cli.app import app
 from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.official_pickle import load_official, placeholder_state_dict
 from y9train.models import from_official_state_dict
-from y9train.official_pickle import load_official, placeholder_state_dict
 
 _SCALAR = (getattr(np, "_core", None) or np.core).multiarray.scalar  # numpy's scalar reconstruction
 UNSTRIPPED = "gelan-t-train-py-last-unstripped.pt"

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from y9train.hyp import Hyp
 from y9train.models import build_model
-from y9train.optim import (
+from y9train.optimisation.hyp import Hyp
+from y9train.optimisation.optim import (
     LRController,
     LRSchedule,
     accumulation_steps,

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from y9train.hyp import Hyp
-from y9train.optim import build_optimizer, optimizer_implementation
+from y9train.optimisation.hyp import Hyp
+from y9train.optimisation.optim import build_optimizer, optimizer_implementation
 
 HYPS = {
     "sgd": Hyp(optimizer="sgd", lr0=0.01, momentum=0.937),
@@ -90,7 +90,7 @@ def test_the_implementation_rule():
 def test_resume_puts_back_the_rule_over_a_saved_state(kind):
     """A state dict saved by an older y9 (fused SGD on CUDA) or on another device: loading it brings its flags
     along; ``set_implementation`` replaces them with the rule's choice for the device resumed on."""
-    from y9train.optim import set_implementation
+    from y9train.optimisation.optim import set_implementation
 
     model = _model()
     opt = build_optimizer(model, HYPS[kind], batch=64, device=torch.device("cpu"))

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from y9core.palette import class_color
-from y9train.previews import BATCHES, LABELS_PX, TrainingPreviews, batch_grid, plot_labels
+from y9core.images.palette import class_color
+from y9train.reports.previews import BATCHES, LABELS_PX, TrainingPreviews, batch_grid, plot_labels
 
 NAMES = ["cat", "dog", "bird"]
 

@@ -15,9 +15,10 @@ import torch
 import yaml
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401  (fixture)
-from y9train.checkpoint import read_checkpoint
-from y9train.hyp import CONFIGS_DIR, DEFAULT_HYP_PATH, Hyp, TrainConfig, load_hyp, resolve_hyp
-from y9train.optim import (
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.hyp import CONFIGS_DIR, DEFAULT_HYP_PATH, Hyp, TrainConfig, load_hyp, resolve_hyp
+from y9train.optimisation.optim import (
     AUTO_SGD_STEPS,
     AccumulationRule,
     LRController,
@@ -25,9 +26,8 @@ from y9train.optim import (
     planned_steps,
     resolve_optimizer,
 )
-from y9train.reporting import Reporter
-from y9train.train import build_config
-from y9train.trainer import Trainer
+from y9train.reports.reporting import Reporter
+from y9train.run.train import build_config
 
 CPU = torch.device("cpu")
 

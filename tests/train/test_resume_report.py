@@ -7,7 +7,7 @@ import shutil
 
 from tests.train.test_run_folders import finished_run  # noqa: F401 - the module's one-epoch run
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
 
 REPORT = ("metrics.json", "per_class.csv", "confusion_matrix.csv")
 

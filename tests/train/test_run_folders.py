@@ -1,4 +1,4 @@
-"""Training run folders follow y9core.run_dir's rule: numbered by default, a named one that holds a run is refused
+"""Training run folders follow y9core.files.run_dir's rule: numbered by default, a named one that holds a run is refused
 unless exist_ok, one writer per folder; a resumed run writes only into the folder of the last.pt given, even when
 the run was copied or moved (the folder recorded inside is history)."""
 
@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import REPO
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9core.errors import ModelFileError, OutputError
-from y9train.checkpoint import read_checkpoint
-from y9train.trainer import Trainer
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.trainer import Trainer
 
 
 def _files(folder):
@@ -96,7 +96,7 @@ def test_runs_are_numbered_and_a_named_run_is_not_overwritten(tmp_path):
 
 HOLD = """
 import sys, time
-from y9core.run_dir import RunLock
+from y9core.files.run_dir import RunLock
 RunLock(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(60)

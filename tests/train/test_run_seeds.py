@@ -1,4 +1,4 @@
-"""One seed per source of randomness (``y9train.run_seeds``): ``init_seed`` moves only the initial weights,
+"""One seed per source of randomness (``y9train.setup.seeds``): ``init_seed`` moves only the initial weights,
 ``order_seed`` only the order of the training images, ``augment_seed`` only the samples' augmentation draws, and
 ``seed`` all three; with none of them set a run is what it was before they existed (each source on ``seed``)."""
 
@@ -8,9 +8,9 @@ import torch
 
 from tests.conftest import TEST_DATA
 from tests.train.trainer_fixtures import one_thread, tiny_config  # noqa: F401
-from y9train.hyp import TrainConfig
-from y9train.run_seeds import RunSeeds
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.hyp import TrainConfig
+from y9train.setup.seeds import RunSeeds
 
 
 def _set_up(tmp_path, name: str, **seeds) -> Trainer:

@@ -1,4 +1,4 @@
-"""A run's account of its wall clock (``timing.json``, ``y9train.run_timing``): the phases add up to the process's age,
+"""A run's account of its wall clock (``timing.json``, ``y9train.timing.run_timing``): the phases add up to the process's age,
 the record of a whole ``y9 train`` process reaches its exit as measured from outside (test_trainer.py's command-line
 run calls ``check_timing_record``), and ``fit`` leaves no loader worker behind to hold the exit (issue 48: the
 interpreter's exit waited on persistent workers with pinned memory on a GPU machine)."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
-from y9train.run_timing import END_PHASES, EPOCH_PHASES, START_KEYS, RunTiming
-from y9train.startup import StartupClock
-from y9train.trainer import Trainer
+from y9train.loop.trainer import Trainer
+from y9train.timing.run_timing import END_PHASES, EPOCH_PHASES, START_KEYS, RunTiming
+from y9train.timing.startup import StartupClock
 
 
 def check_timing_record(run: Path, wall: float, *, epochs: int) -> dict:

@@ -1,4 +1,4 @@
-"""The trainer's own record of its fixed costs (``startup.json``, ``y9train.startup``): every phase from process start
+"""The trainer's own record of its fixed costs (``startup.json``, ``y9train.timing.startup``): every phase from process start
 to the first step, the first epochs' figures, the label cache seen as hit / miss by the run, the optimiser's imports
 done in a thread."""
 
@@ -13,11 +13,11 @@ import pytest
 
 from tests.train.trainer_fixtures import coco_pair
 from y9train.data import load_data_yaml
-from y9train.hooks import TrainHooks
-from y9train.hyp import TrainConfig
-from y9train.run_data import build_run_data
-from y9train.startup import SETUP_PHASES, BackgroundImports, StartupClock
-from y9train.train_result import TrainResult
+from y9train.loop.hooks import TrainHooks
+from y9train.loop.result import TrainResult
+from y9train.optimisation.hyp import TrainConfig
+from y9train.setup.data import build_run_data
+from y9train.timing.startup import SETUP_PHASES, BackgroundImports, StartupClock
 
 
 def check_startup_record(result: TrainResult, *, label_cache: str = "miss") -> dict:

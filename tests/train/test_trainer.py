@@ -20,10 +20,11 @@ from tests.conftest import REPO, shared_path
 from tests.train.test_run_timing import check_timing_record
 from tests.train.test_startup import check_startup_record
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config, without_timing  # noqa: F401
-from y9train.checkpoint import load_checkpoint, read_checkpoint
-from y9train.reporting import read_csv
-from y9train.train_state import find_last_checkpoint
-from y9train.trainer import Trainer
+from y9train.checkpoint import load_checkpoint
+from y9train.checkpoints.load import read_checkpoint
+from y9train.loop.state import find_last_checkpoint
+from y9train.loop.trainer import Trainer
+from y9train.reports.reporting import read_csv
 
 
 def test_y9_train_cli_on_coco8_writes_last_and_best_then_resumes(tmp_path):

@@ -8,11 +8,18 @@ import numpy as np
 import pytest
 import yaml
 
-from y9train.hyp import DEFAULT_HYP_PATH, Hyp, TrainConfig, apply_overrides, load_hyp, parse_overrides
-from y9train.plots import PANELS, plot_results
-from y9train.reporting import write_results_csv
-from y9train.train import build_config
-from y9train.train_args import split_resume_path
+from y9train.optimisation.hyp import (
+    DEFAULT_HYP_PATH,
+    Hyp,
+    TrainConfig,
+    apply_overrides,
+    load_hyp,
+    parse_overrides,
+)
+from y9train.reports.plots import PANELS, plot_results
+from y9train.reports.reporting import write_results_csv
+from y9train.run.args import split_resume_path
+from y9train.run.train import build_config
 
 
 def test_default_yaml_equals_the_dataclass_defaults():

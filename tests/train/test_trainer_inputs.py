@@ -18,10 +18,10 @@ from tests.conftest import REPO
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9core.errors import DataError
-from y9train.checkpoint import save_checkpoint
+from y9train.checkpoints.load import save_checkpoint
+from y9train.loop.trainer import Trainer
 from y9train.models import build_model
-from y9train.reporting import Reporter
-from y9train.trainer import Trainer
+from y9train.reports.reporting import Reporter
 
 
 def _one_sentence(msg: str) -> None:
@@ -129,6 +129,6 @@ def test_a_checkpoint_trains_at_its_own_size_unless_one_is_given(tmp_path):
 
 
 def test_a_fresh_network_trains_at_640_without_a_size():
-    from y9train.checkpoint_facts import training_size
+    from y9train.checkpoints.facts import training_size
 
     assert training_size(build_model("gelan-t", nc=80)) == (640, "the default")

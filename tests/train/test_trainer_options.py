@@ -13,10 +13,10 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
+from y9train.loop.trainer import Trainer
 from y9train.loss import DetectionLoss
 from y9train.models import build_model
-from y9train.reporting import read_csv
-from y9train.trainer import Trainer
+from y9train.reports.reporting import read_csv
 
 
 def _grad_norm(params) -> float:

@@ -17,9 +17,9 @@ import yaml
 
 from tests.conftest import shared_path
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
-from y9train.hyp import Hyp, TrainConfig
-from y9train.trainer import Trainer
-from y9train.validate import run_validation
+from y9train.loop.trainer import Trainer
+from y9train.optimisation.hyp import Hyp, TrainConfig
+from y9train.reports.validate import run_validation
 
 pytestmark = pytest.mark.slow
 

@@ -14,12 +14,12 @@ from torch import nn
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import one_thread  # noqa: F401
 from y9core.errors import BackendUnavailableError, DataError
-from y9core.metrics import evaluate
-from y9core.val_result import METRIC_KEYS, require_metrics_backend
-from y9train.checkpoint import save_checkpoint
+from y9core.evaluation.metrics import evaluate
+from y9core.evaluation.result import METRIC_KEYS, require_metrics_backend
+from y9train.checkpoints.load import save_checkpoint
 from y9train.data import YoloDataset, build_dataloader
 from y9train.models import build_model
-from y9train.validate import run_validation, val_checkpoint
+from y9train.reports.validate import run_validation, val_checkpoint
 
 IMGSZ = 160
 SHIFT = (3.0, -2.0)  # input pixels

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.train.data_fixtures import coco_pair_dataset
-from y9train.hyp import Hyp, TrainConfig
+from y9train.optimisation.hyp import Hyp, TrainConfig
 
 #: columns of a training record that hold wall-clock times (they differ between identical runs)
 TIMING_KEYS = {"time_s", "img_s", "val_s"}

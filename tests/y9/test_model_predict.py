@@ -81,7 +81,7 @@ def test_results_convert_to_coco_with_cocos_category_ids_and_to_supervision(mode
     (r,) = model.predict(str(IMAGES[0]))
     rows = r.to_coco()
     assert rows and rows[0]["image_id"] == int(IMAGES[0].stem)  # 000000000009.jpg -> 9
-    from y9core.coco_categories import COCO91_IDS
+    from y9core.evaluation.coco_categories import COCO91_IDS
 
     assert [row["category_id"] for row in rows] == [COCO91_IDS[c] for c in r.detections.class_id]
     assert [row["category_id"] for row in r.to_coco(category_ids=None)] == r.detections.class_id.tolist()

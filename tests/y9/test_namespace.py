@@ -56,13 +56,13 @@ def test_dir_and_static_imports_list_every_public_name(package):
 def test_every_y9_name_is_the_library_object():
     from y9.model import Model
     from y9core.errors import Y9Error
-    from y9deploy.bench import benchmark
     from y9deploy.default_model import default_model_path
     from y9deploy.detections import Detections
     from y9deploy.engine.builder import build_engine
     from y9deploy.export.onnx_export import export_onnx
+    from y9deploy.measure.bench import benchmark
     from y9deploy.runtime.detector import Detector
-    from y9train.train import train
+    from y9train.run.train import train
 
     expected = {"Model": Model, "Detector": Detector, "Detections": Detections, "train": train, "export": export_onnx,
                 "build_engine": build_engine, "benchmark": benchmark, "default_model_path": default_model_path,

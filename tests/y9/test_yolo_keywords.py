@@ -106,7 +106,7 @@ def test_wrong_keywords_and_types_are_one_sentence(model, checkpoint, call, matc
 
 
 def test_train_takes_yolo_keywords_as_overrides(checkpoint, monkeypatch):
-    import y9train.train as train_module
+    import y9train.run.train as train_module
 
     seen = {}
     monkeypatch.setattr(train_module, "train", lambda **kw: seen.update(kw))
@@ -158,8 +158,8 @@ def test_cli_train_takes_overrides_written_as_options():
 def test_val_reads_as_yolo_metrics():
     """``metrics.box`` and ``results_dict`` read the evaluator's figures (COCO's evaluation of a made-up split: one
     class found exactly, one half-found, one never predicted)."""
-    from y9core.metrics import evaluate
-    from y9core.val_result import ValResult
+    from y9core.evaluation.metrics import evaluate
+    from y9core.evaluation.result import ValResult
 
     targets = [np.array([[0, 10, 10, 50, 50], [1, 60, 60, 90, 90]], np.float32),
                np.array([[1, 5, 5, 40, 40], [3, 100, 100, 140, 150]], np.float32)]  # fmt: skip

@@ -1,7 +1,7 @@
 """Which images can be trained on: each is decoded once at the label scan; an unusable one is skipped, and
 listed with its reason by path (``LabelSet.skipped``, ``y9 data check``, the trainer's warnings).
 
-Skipped as unusable: every image ``y9core.image_read.load_image`` refuses (unreadable, not an image, more pixels
+Skipped as unusable: every image ``y9core.images.read.load_image`` refuses (unreadable, not an image, more pixels
 than the limit, cut short, corrupt compressed data), and a degenerate size: a side under ``MIN_SIDE`` pixels, or a
 long side more than ``MAX_ASPECT`` times the short side (resized to a long side of 32 pixels, the smallest image
 size, it would have a side of 0 pixels).
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from y9core.errors import ImageFileError
-from y9core.image_read import CORRUPT_JPEG, captured_stderr, is_jpeg, load_image, pass_on
+from y9core.images.read import CORRUPT_JPEG, captured_stderr, is_jpeg, load_image, pass_on
 
 MIN_SIDE = 2  # pixels
 MAX_ASPECT = 50  # long side / short side

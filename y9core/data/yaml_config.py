@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from y9core.errors import DataError
+from y9core.files.yaml_load import load_yaml_file
 from y9core.model_facts import MAX_NAME_CHARS
 from y9core.shorten import quoted, shorten
-from y9core.yaml_load import load_yaml_file
 
 from .paths import list_images
 

@@ -157,7 +157,7 @@ def nms_rows(
 ) -> np.ndarray:  # fmt: skip
     """One image's decoded candidates -> its rows ndarray[K, 6] float32 ``(x1, y1, x2, y2, score, class)`` by
     descending score: the ``max_nms`` best candidates go through greedy NMS, per class unless ``agnostic``
-    (``class_offsets``), and at most ``max_det`` are kept (the host decode + NMS, ``y9core.post.decode``)."""
+    (``class_offsets``), and at most ``max_det`` are kept (the host decode + NMS, ``y9core.post.nms``)."""
     order = order_by_score(scores)[:max_nms]
     boxes, scores, classes = boxes[order], scores[order], classes[order]
     shifted = boxes if agnostic else boxes + class_offsets(boxes, classes)

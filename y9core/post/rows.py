@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from y9core.post.choice import PostImpl, choose_post, probe
-from y9core.post.decode import MAX_NMS, decode_nms
+from y9core.post.nms import MAX_NMS, decode_nms
 
 #: the implementations ``rows_with`` runs (the CUDA-graph and end-to-end ones are the Detector's)
 RAW_IMPLS = (PostImpl.HOST, PostImpl.TORCH, PostImpl.TORCH_TRITON)
@@ -42,7 +42,7 @@ def postprocess(
     max_nms: int = MAX_NMS,
 ) -> list[np.ndarray]:
     """Raw head output -> detections per image (the official non_max_suppression semantics:
-    ``y9core.post.decode``).
+    ``y9core.post.nms``).
 
     Args:
         pred (ndarray or Tensor [B, 4+nc, A]): (cx, cy, w, h) in input pixels then nc class scores, for A

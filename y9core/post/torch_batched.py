@@ -36,8 +36,7 @@ import numpy as np
 
 from y9core.box_iou_torch import box_iou_matrix_torch as box_iou_torch
 from y9core.post.choice import PostImpl, record_failure
-from y9core.post.decode import MAX_NMS, check_classes, check_thresholds, decode_nms
-from y9core.post.nms import MAX_WH, threshold_below
+from y9core.post.nms import MAX_NMS, MAX_WH, check_classes, check_thresholds, decode_nms, threshold_below
 
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks

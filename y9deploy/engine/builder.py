@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from y9core.atomic_write import atomic_write, ensure_writable
 from y9core.errors import ModelFileError, Y9Error
+from y9core.files.atomic_write import atomic_write, ensure_writable
 from y9deploy.engine.flavour import Flavour, load_flavour, normalize_cc
 from y9deploy.engine.manifest import EngineManifest, file_sha256, write_manifest
 from y9deploy.engine.onnx_info import INPUT_NAME, OnnxInfo, detector_facts, inspect_onnx

@@ -130,7 +130,7 @@ class EngineManifest:
 
 def write_manifest(engine_path: str | os.PathLike, manifest: EngineManifest) -> Path:
     """Write ``<engine>.json`` atomically (temporary file, then rename); returns its path."""
-    from y9core.atomic_write import atomic_write
+    from y9core.files.atomic_write import atomic_write
 
     return atomic_write(manifest_path(engine_path), json.dumps(manifest.to_dict(), indent=2) + "\n")
 

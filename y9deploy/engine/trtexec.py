@@ -1,6 +1,6 @@
 """The ``trtexec`` command that builds the same engine as ``y9 build-engine`` with NVIDIA's own tool, e.g. on the
 target device itself (a Jetson, a server with the full TensorRT): same ONNX, optimization profile, precision and
-workspace. An engine built that way runs in ``Detector`` without a manifest (``y9deploy.runtime.foreign_engine``).
+workspace. An engine built that way runs in ``Detector`` without a manifest (``y9deploy.runtime.backends.foreign_engine``).
 """
 
 from __future__ import annotations

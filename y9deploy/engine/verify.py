@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from y9core.atomic_write import publish
 from y9core.errors import BackendUnavailableError, EngineMismatchError, Y9Error
+from y9core.files.atomic_write import publish
 from y9core.wording import change, plural
 
 DEFAULT_THRESHOLD_POINTS = 0.5
@@ -222,7 +222,7 @@ def build_engine_verified(
         if check.candidate_kind == "engine":
             check = replace(check, candidate=final)
         manifest = manifest_path(final)
-        publish(built.engine_path, final)  # a target claimed new is never replaced (y9core.output_file)
+        publish(built.engine_path, final)  # a target claimed new is never replaced (y9core.files.output_file)
         publish(built.manifest_path, manifest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)

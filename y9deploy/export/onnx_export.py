@@ -127,7 +127,7 @@ def export_onnx_report(
     differences grow to pixels); real images keep them in their calibrated range."""
     import onnx
 
-    from y9core.atomic_write import atomic_write, ensure_writable
+    from y9core.files.atomic_write import atomic_write, ensure_writable
     from y9deploy.export.metadata import build_metadata, set_metadata
     from y9deploy.export.parity import torch_reference
     from y9deploy.export.simplify import simplify_onnx

@@ -29,7 +29,7 @@ def onnx_to_fp16(
 ) -> Any:
     """Convert the y9 ONNX ``source`` to FP16 at ``path``; returns an ``ExportResult``. ``changed``: options given
     explicitly; an ONNX source keeps its size, batch and outputs, so a value other than its own is refused."""
-    from y9core.atomic_write import atomic_write, ensure_writable
+    from y9core.files.atomic_write import atomic_write, ensure_writable
     from y9core.version import __version__
     from y9deploy.engine.onnx_info import inspect_onnx
     from y9deploy.export.imgsz import parse_imgsz

@@ -84,7 +84,7 @@ def image_input(sources: list[Any], imgsz: tuple[int, int], batch: int) -> np.nd
     """
     from pathlib import Path
 
-    from y9core.image_read import decode_image
+    from y9core.images.read import decode_image
     from y9core.letterbox import letterbox
 
     files: list[Path] = []

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from y9core.file_paths import expect_file
+from y9core.files.file_paths import expect_file
 from y9deploy.engine.manifest import file_sha256
 
 
@@ -57,17 +57,17 @@ def deployable(model: Any) -> Any:
 def source_facts(model: Any, source_sha256: str, label: str) -> Any:
     """The model facts of the loaded export source (``y9core.model_facts.ModelFacts``): what its checkpoint
     recorded (or derived from it), with ``source_sha256`` the checkpoint's (or the model's weights') sha256."""
-    from y9train.checkpoint_facts import facts_of
+    from y9train.checkpoints.facts import facts_of
 
     return facts_of(model, source_sha256=source_sha256, where=label)
 
 
 def write_sidecar(onnx_path: Path, facts: Any) -> Path:
     """``<stem>.facts.json`` beside an export: its model facts, for engines built from it by other tools (trtexec),
-    which carry no y9 manifest (``y9deploy.runtime.foreign_engine``)."""
+    which carry no y9 manifest (``y9deploy.runtime.backends.foreign_engine``)."""
     import json
 
-    from y9core.atomic_write import atomic_write
-    from y9deploy.runtime.foreign_engine import sidecar_path
+    from y9core.files.atomic_write import atomic_write
+    from y9deploy.runtime.backends.foreign_engine import sidecar_path
 
     return atomic_write(sidecar_path(onnx_path), json.dumps(facts.to_dict(), indent=2) + "\n")

@@ -50,7 +50,7 @@ def inside_installed_package(path: str | os.PathLike) -> bool:
 def default_export_path(source: str | os.PathLike, fmt: str = "onnx") -> Path:
     """Where an export of ``source`` goes when no path is given: beside it with the format's suffix; official weights
     downloaded by name (in the cache): the current folder; a file inside the installed package (the embedded
-    model): a new run folder ``runs/export[N]`` (``y9core.run_dir``)."""
+    model): a new run folder ``runs/export[N]`` (``y9core.files.run_dir``)."""
     from y9deploy.model_file.official_weights import cache_dir
 
     source = Path(source)
@@ -58,7 +58,7 @@ def default_export_path(source: str | os.PathLike, fmt: str = "onnx") -> Path:
     if source.parent.resolve() == Path(cache_dir()).resolve():
         return Path(name)
     if inside_installed_package(source):
-        from y9core.run_dir import resolve_output_dir
+        from y9core.files.run_dir import resolve_output_dir
 
         return resolve_output_dir(None, task="export", inputs=[source]).path / name
     return source.with_suffix(FORMATS[fmt])

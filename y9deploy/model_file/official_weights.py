@@ -34,9 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from y9core.append_file import named
 from y9core.errors import Y9Error, Y9Notice
-from y9core.own_file import open_own
+from y9core.files.append_file import named
+from y9core.files.own_file import open_own
 from y9deploy.model_file.download import CHUNK, DEADLINE_S, FetchError, fetch
 
 RELEASE_URL = "https://github.com/WongKinYiu/yolov9/releases/download/v0.1/"

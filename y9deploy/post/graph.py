@@ -25,7 +25,7 @@ fits (exact, a little later). Two lanes of select/nms buffers alternate between 
 survives while the next one is enqueued: at most two submitted batches may be pending, and ``rows()`` of one
 must be called before a third is submitted (what ``Detector`` does).
 
-Same operations in the same order as ``y9core.post.decode.decode_nms`` (via ``y9core.post.torch_batched``): identical
+Same operations in the same order as ``y9core.post.nms.decode_nms`` (via ``y9core.post.torch_batched``): identical
 detections (tests compare them bit for bit on CPU tensors with Triton's interpreter; benchmarks on the GPU).
 A batch whose largest count exceeds ``triton_nms.MAX_K``, or whose packed bits would exceed ``budget`` bytes,
 takes the batched torch implementation through ``y9core.post.rows.postprocess`` (exact too: work beyond the
@@ -44,8 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from y9core.post.decode import MAX_NMS
-from y9core.post.nms import threshold_below
+from y9core.post.nms import MAX_NMS, threshold_below
 
 MIN_K = 64  # smallest K of an nms graph
 BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph

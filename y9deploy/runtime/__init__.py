@@ -7,9 +7,9 @@ imported by the backend or pipeline that needs them, when it is created.
 """
 
 from y9core.model_facts import ModelFacts
-from y9deploy.runtime.backend import Backend
+from y9deploy.runtime.backends.backend import Backend
+from y9deploy.runtime.backends.loading import backend_kind, open_backend
 from y9deploy.runtime.detector import Detector
-from y9deploy.runtime.loading import backend_kind, open_backend
 from y9deploy.runtime.pipeline import Pipeline
 
 __all__ = [

@@ -21,7 +21,7 @@ results (``runtime.busy``). Use one Detector per thread, or guard a shared one w
 
 ``predict_stream(batches)`` pipelines a sequence of batches (the letterbox of the next batch runs while the
 GPU works on the current one) and yields one ``list[Detections]`` per batch. Both take a stage timer
-(``timer=``, e.g. ``y9deploy.stage_timer.StageTimer``), which the benchmarks use.
+(``timer=``, e.g. ``y9deploy.measure.stage_timer.StageTimer``), which the benchmarks use.
 """
 
 from __future__ import annotations
@@ -37,12 +37,11 @@ import numpy as np
 from y9core.errors import Y9Error
 from y9core.model_facts import FactsWarning, ModelFacts, size_notice
 from y9core.post.choice import probe
-from y9deploy.runtime.backend import batch_chunks
-from y9deploy.runtime.busy import BusyGuard
+from y9deploy.post.options import PredictOptions, resolve_options
+from y9deploy.runtime.backends.loading import open_backend
+from y9deploy.runtime.detector import BusyGuard, batch_chunks
 from y9deploy.runtime.frame_pipeline import build_pipeline
 from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
-from y9deploy.runtime.loading import open_backend
-from y9deploy.runtime.options import PredictOptions, resolve_options
 from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
 
 
@@ -208,7 +207,7 @@ class Detector:
         Args:
             source: one frame (ndarray[H, W, 3] uint8 BGR), a batch ndarray[B, H, W, 3], an image path, or a
                 list of frames and/or image paths.
-            timer: a stage timer (``mark(stage)``, e.g. ``y9deploy.stage_timer.StageTimer``; None: none).
+            timer: a stage timer (``mark(stage)``, e.g. ``y9deploy.measure.stage_timer.StageTimer``; None: none).
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic``.
         Returns:
             ``Detections`` for one frame or path; ``list[Detections]`` for a list or a 4-D batch.

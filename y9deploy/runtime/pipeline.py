@@ -3,7 +3,7 @@
 A pipeline runs a batch (``run``) or a stream of batches (``run_stream``) of checked frames through its
 backend and returns Detections; ``kind``, ``pre`` and ``post`` name it and the implementations it uses
 (``runtime.frame_pipeline.choose_pipeline``, ``y9core.post.choice.choose_post``). A stage timer is any object with ``mark(stage)``: the pipeline calls ``mark("start")``, then
-``mark("pre")``, ``mark("infer")`` and ``mark("post")`` at each stage's end (``y9deploy.stage_timer.StageTimer``
+``mark("pre")``, ``mark("infer")`` and ``mark("post")`` at each stage's end (``y9deploy.measure.stage_timer.StageTimer``
 records them; ``NULL_TIMER`` does nothing).
 """
 

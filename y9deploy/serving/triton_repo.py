@@ -31,7 +31,7 @@ import numpy as np
 from y9core.errors import BackendUnavailableError, ModelFileError
 from y9core.model_facts import ModelFacts
 from y9deploy.facts_metadata import facts_to_props
-from y9deploy.runtime.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES
+from y9deploy.runtime.backends.loading import ENGINE_SUFFIXES, ONNX_SUFFIXES
 
 DEFAULT_ONNX_MAX_BATCH = 8
 QUEUE_DELAY_US = 100

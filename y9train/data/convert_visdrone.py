@@ -16,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from y9core.atomic_write import atomic_write
 from y9core.data.paths import IMAGE_SUFFIXES
 from y9core.errors import DataError, ImageFileError
-from y9core.image_read import check_image_file
+from y9core.files.atomic_write import atomic_write
+from y9core.images.read import check_image_file
 
 VISDRONE_NAMES = [
     "pedestrian",

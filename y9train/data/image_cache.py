@@ -30,10 +30,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from y9core.append_file import named
 from y9core.data.paths import cache_location
 from y9core.errors import DataError, ImageFileError
-from y9core.image_read import decode_image
+from y9core.files.append_file import named
+from y9core.images.read import decode_image
 from y9core.letterbox import letterbox_params
 
 log = logging.getLogger("y9train.data")

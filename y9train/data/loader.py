@@ -145,7 +145,7 @@ def loader_for_sampler(
     prefetch_factor: int = 2,
 ):
     """The DataLoader of ``dataset`` over a batch sampler (``build_dataloader``'s, or one rank's share of it in
-    ``y9train.distributed``): collate to the batch contract, seeded workers (``worker_init``). At most one worker
+    ``y9train.run.distributed``): collate to the batch contract, seeded workers (``worker_init``). At most one worker
     per batch of the sampler (a 30-image validation set in one batch starts one process, not eight; the samples do
     not depend on the worker count: each draws from its own generator)."""
     import torch

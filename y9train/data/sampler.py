@@ -55,7 +55,7 @@ class YoloBatchSampler:
             for validation (no shuffle, no multi-scale).
         fill_last: complete the last, smaller batch with the epoch's first images again, each augmented afresh
             (``SampleKey.draw``), so that every batch has one shape: the trainer sets it where the network runs as
-            a CUDA graph captured at the full batch (``y9train.graphed_network``), whose smaller last batch otherwise
+            a CUDA graph captured at the full batch (``y9train.optimisation.graphed_network``), whose smaller last batch otherwise
             ran eagerly every epoch and, in the first, autotuned cuDNN for its shape. Not with ``rect``.
     """
 

@@ -3,7 +3,7 @@
 Per branch (three maps ``[B, 4 * reg_max + nc, H_l, W_l]`` for strides 8/16/32; the layout of ``y9train.models.head``):
 - the anchors are assigned from the branch's own (detached) predictions by ``TaskAlignedAssigner``;
 - ``T = max(sum of the positives' target scores, 1)`` normalises every term (``normaliser``: a distributed run
-  replaces it so that ``T`` covers the whole global batch, see ``y9train.distributed``);
+  replaces it so that ``T`` covers the whole global batch, see ``y9train.run.distributed``);
 - class: BCE-with-logits summed over all anchors and classes, against the target scores (the assigned box's
   class gets the normalised alignment, everything else 0) with label smoothing ``eps`` applied to them:
   ``target * (1 - eps) + eps / 2``; divided by ``T`` (the unsmoothed sum). It is computed sparsely:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from y9core.errors import Y9Error
-from y9core.yaml_load import load_yaml_file
+from y9core.files.yaml_load import load_yaml_file
 from y9train.models.config_bounds import MAX_LAYERS, check_layer, check_size, check_strides
 
 CONFIG_DIR = Path(__file__).with_name("configs")
@@ -121,7 +121,7 @@ def validate(cfg: dict[str, Any], origin: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=32)
 def _load_file(path: str) -> dict[str, Any]:
-    raw = load_yaml_file(path, what="model config", error=ConfigError)  # bounded: y9core.yaml_load
+    raw = load_yaml_file(path, what="model config", error=ConfigError)  # bounded: y9core.files.yaml_load
     return validate(raw, path)
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from y9core.coco_categories import COCO_NAMES  # noqa: F401 - the 80 COCO class names, re-exported here
+from y9core.evaluation.coco_categories import COCO_NAMES  # noqa: F401 - the 80 COCO class names, re-exported here
 from y9train.models import blocks as B
 from y9train.models.head import DDetect, DualDDetect
 

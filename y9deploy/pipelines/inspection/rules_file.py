@@ -16,7 +16,7 @@ rules on a line (``{name: ..., line: gate, direction: in, max: 30}``: crossings 
 seconds of one verdict, default 60).
 
 ``load_rules(path)`` validates the whole file and raises one ``RulesFileError`` listing every mistake, one
-sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.yaml_load`` (its size
+sentence each, prefixed with ``file:line`` (PyYAML's node marks). The file is read by ``y9core.files.yaml_load`` (its size
 and alias limits); a polygon has at most ``MAX_POLYGON_POINTS`` points. Class names are checked against the model
 by ``RuleSet.bind(names)`` (``ruleset``), with the same ``file:line`` sentences.
 """
@@ -32,8 +32,8 @@ import numpy as np
 import yaml
 
 from y9core.errors import RulesFileError
+from y9core.files.yaml_load import compose_text, read_yaml_text
 from y9core.shorten import quoted
-from y9core.yaml_load import compose_text, read_yaml_text
 from y9deploy.pipelines.inspection.frame_rules import ClassThreshold
 from y9deploy.pipelines.inspection.ruleset import DEFAULT_WINDOW_S, ClassRef, RuleSet, RuleSpec
 from y9deploy.tracking.counting import CountLine
@@ -268,7 +268,7 @@ def load_rules(path: str | Path) -> RuleSet:
         raise FileNotFoundError(f"rules file {path} does not exist." if not path.exists() else
                                 f"rules path {path} is not a file.")  # fmt: skip
     c = _Checker(path)
-    text = read_yaml_text(path, what="", error=RulesFileError)  # bounded: y9core.yaml_load
+    text = read_yaml_text(path, what="", error=RulesFileError)  # bounded: y9core.files.yaml_load
     root = compose_text(text, source=str(path), what="", error=RulesFileError)
     if root is None:
         raise RulesFileError(

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from y9core.append_file import AppendFile
+from y9core.files.append_file import AppendFile
 from y9deploy.pipelines.inspection.frame_rules import inspect
 from y9deploy.pipelines.inspection.gate_run import is_video_source, run_gate
 from y9deploy.pipelines.inspection.rules_file import load_rules
@@ -119,7 +119,7 @@ class AuditLog:
             self._csv.append(_csv_line(CSV_FIELDS))
 
     def write(self, v: ItemVerdict) -> None:
-        """Append the item's CSV row and JSON line, each whole in one write and fsynced (``y9core.append_file``:
+        """Append the item's CSV row and JSON line, each whole in one write and fsynced (``y9core.files.append_file``:
         a failed write is cut back and raises an OSError naming the file)."""
         now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         row = [

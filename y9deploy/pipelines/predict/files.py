@@ -13,7 +13,7 @@
 - ``--save-json``: ``predictions_coco.json``, the COCO results format (``Detections.to_coco``): a list of
   ``{"image_id", "category_id", "bbox": [x, y, w, h], "score"}`` in frame pixels; category id: COCO's 91-class id
   for a model whose classes are the 80 COCO classes (what COCO tools expect), else the class id
-  (``y9core.coco_categories.category_ids_for``). The image
+  (``y9core.evaluation.coco_categories.category_ids_for``). The image
   id is the file stem as an int when it is a number (COCO's own file names: 000000000139.jpg -> 139), else the
   stem (``<stem>_<frame>`` for video frames). Written at the end, also after a Ctrl-C.
 
@@ -32,9 +32,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from y9core.atomic_write import atomic_write
-from y9core.coco_categories import category_ids_for
-from y9core.coco_results import coco_image_id
+from y9core.evaluation.coco_categories import category_ids_for
+from y9core.evaluation.coco_results import coco_image_id
+from y9core.files.atomic_write import atomic_write
 
 LABELS_DIR, CROPS_DIR, COCO_JSON_NAME = "labels", "crops", "predictions_coco.json"
 _UNSAFE = re.compile(r"[^\w .()+-]+")
@@ -142,7 +142,7 @@ class PredictionFiles:
         """Write the COCO results file (atomically); returns the folders and files written."""
         written = [p for p in (self.labels_dir, self.crops_dir) if p is not None]
         if self.coco_path is not None:
-            from y9core.atomic_write import atomic_write
+            from y9core.files.atomic_write import atomic_write
 
             atomic_write(self.coco_path, json.dumps(self.coco_rows) + "\n")
             written.append(self.coco_path)

@@ -7,7 +7,7 @@
 One JSON line per frame: ``{"source", "frame" (null for an image), "captured" (unix time, live sources),
 "timing_ms": {...}, "detections": [{"xyxy", "confidence", "class_id", "class_name"}]}``; with tracking each detection
 also has ``"track_id"`` (null: not in a confirmed track), the CSV a ``track_id`` column, and a frame with counting
-rules a ``"counts"`` object (``counting.FrameCounts``). Each line is written (``y9core.append_file``: one write call)
+rules a ``"counts"`` object (``counting.FrameCounts``). Each line is written (``y9core.files.append_file``: one write call)
 before the next frame is read, so a Ctrl-C, a crash or a kill leaves every finished frame on disk (a kill in the
 middle of a write leaves at most a partial last line, which ``read_jsonl`` ignores), and a write that fails (a full
 disk, a file-size limit) is cut back to the last whole line and raises an ``OSError`` naming the file. A frame's CSV
@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from y9core.append_file import AppendFile
-from y9core.atomic_write import atomic_write
+from y9core.files.append_file import AppendFile
+from y9core.files.atomic_write import atomic_write
 
 CSV_HEADER = ["source", "frame", "class_id", "class_name", "confidence", "x1", "y1", "x2", "y2"]
 JSONL_NAME, CSV_NAME, JSON_NAME = "predictions.jsonl", "predictions.csv", "predictions.json"
@@ -132,7 +132,7 @@ def build_final_json(
 ) -> Path:  # fmt: skip
     """One JSON document ``{"model", "names", "results": [...], "skipped": [{"source", "reason"}]}`` from the
     JSON lines (and ``"counts"``: source -> ``CountSummary.to_dict()``, when counting); written atomically
-    (``y9core.atomic_write``: an OSError names ``json_path``)."""
+    (``y9core.files.atomic_write``: an OSError names ``json_path``)."""
     payload = {"model": model, "names": names, "results": read_jsonl(jsonl_path),
                "skipped": [{"source": s, "reason": r} for s, r in skipped]}  # fmt: skip
     if counts:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import cv2
 import numpy as np
 
-from y9core.image_write import write_image
+from y9core.images.write import write_image
 from y9deploy.pipelines.predict.files import PredictionFiles
 from y9deploy.pipelines.predict.results import ResultsWriter
 from y9deploy.pipelines.sources.file_frames import check_video_written

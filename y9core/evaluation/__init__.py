@@ -1,0 +1,1 @@
+"""Detection metrics and the files and pictures of a validation."""

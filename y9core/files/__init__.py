@@ -1,0 +1,1 @@
+"""Files and run folders: atomic writes, appends, input checks, where a command writes, YAML."""

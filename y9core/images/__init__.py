@@ -1,0 +1,1 @@
+"""Image files and pictures: headers, the one checked decode, checked writes, colours."""

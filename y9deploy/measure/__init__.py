@@ -1,0 +1,1 @@
+"""Measuring a deployment: benchmarks and their stage timer, environment checks (doctor)."""

@@ -1,0 +1,1 @@
+"""The inference backends (ONNX Runtime, TensorRT, torch) behind one protocol."""

@@ -1,0 +1,1 @@
+"""What changes the weights, and the settings that say how."""

@@ -1,0 +1,1 @@
+"""Validation during a run, and the files and pictures a run leaves."""

@@ -1,0 +1,1 @@
+"""What a training or validation run decides before its first step."""

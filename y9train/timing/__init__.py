@@ -1,0 +1,1 @@
+"""Where a training run's time goes."""
