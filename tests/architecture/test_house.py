@@ -126,18 +126,22 @@ CONTRACT_PATHS = {"y9train.checkpoint", "y9train.metrics", "y9deploy.preprocess"
 
 
 def _is_stand_in(path) -> bool:
-    """A module (not a package's ``__init__``) that only imports, re-exports (``__all__``) or warns: no code of its
-    own, a path kept alive for something that lives elsewhere."""
+    """A module (not a package's ``__init__`` or ``__main__``) with no code of its own that keeps a path alive for something that
+    lives elsewhere: it only imports, re-exports (``__all__``) or calls (``stand_in(__name__)``), or it warns with
+    a ``DeprecationWarning`` as it is imported, or it puts a module in ``sys.modules`` (anywhere in its code)."""
     import ast
 
     tree = ast.parse(path.read_text())
+    if any(isinstance(n, ast.Subscript) and ast.unparse(n.value) == "sys.modules" and isinstance(n.ctx, ast.Store)
+           for n in ast.walk(tree)):  # fmt: skip
+        return True
     body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     own = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     if any("DeprecationWarning" in ast.dump(n) for n in body if not isinstance(n, own)):  # warns on import
         return True
 
     def passive(n) -> bool:
-        if isinstance(n, ast.Import | ast.ImportFrom):
+        if isinstance(n, ast.Import | ast.ImportFrom) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)):
             return True
         if isinstance(n, ast.Assign | ast.AnnAssign):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -151,7 +155,7 @@ def test_no_stand_in_modules():
     """No module only keeps an old path alive (the eight flat ``y9deploy.pipelines`` stand-ins and ``moved.py`` are
     gone); the contract paths of DESIGN.md are the only re-exporting modules."""
     stand_ins = {m for m, path in module_files(REPO, PACKAGES).items()
-                 if path.name != "__init__.py" and _is_stand_in(path)}  # fmt: skip
+                 if path.name not in ("__init__.py", "__main__.py") and _is_stand_in(path)}  # fmt: skip
     assert stand_ins == CONTRACT_PATHS, f"stand-in modules: {sorted(stand_ins - CONTRACT_PATHS)}; " \
         f"contract paths missing: {sorted(CONTRACT_PATHS - stand_ins)}"
 
@@ -163,7 +167,11 @@ def test_a_stand_in_is_recognised(tmp_path):
     two.write_text('"""Names."""\nfrom a.b import c\n\n__all__ = ["c"]\n')
     real = tmp_path / "real.py"
     real.write_text('"""Code."""\nfrom a.b import c\n\n\ndef f():\n    return c\n')
-    assert _is_stand_in(one) and _is_stand_in(two) and not _is_stand_in(real)
+    three = tmp_path / "caller.py"
+    three.write_text('"""Moved."""\nfrom a.moved import stand_in\n\nstand_in(__name__)\n')
+    four = tmp_path / "swapper.py"
+    four.write_text('import sys\n\n\ndef swap(old, new):\n    sys.modules[old] = new\n')
+    assert all(_is_stand_in(p) for p in (one, two, three, four)) and not _is_stand_in(real)
 
 
 #: old module paths that are now sub-packages re-exporting the old public names (no warning)
