@@ -1,8 +1,8 @@
 """``deterministic=true``: the rule that sets torch's kernel choice, that a run puts back what it found, that the
 mode changes nothing on the CPU (no kernel reads memory it did not write), and the weights digest runs compare by.
 
-Bit-for-bit repetition on a GPU, where the mode matters, is checked there: benchmarks/check_determinism.py and two
-40-epoch runs per lease (docs/benchmarks.md, "session 15"); its speed cost is measured by bench_train_gpu.py.
+Bit-for-bit repetition on a GPU, where the mode matters, is checked there: two
+40-epoch runs of one seed per lease (docs/benchmarks.md, "session 15"); its speed cost is measured by bench_train_gpu.py.
 """
 
 from __future__ import annotations

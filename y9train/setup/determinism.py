@@ -10,8 +10,8 @@
   naming itself, rather than running quietly), cuDNN autotuning off and its deterministic algorithms on, and
   cuBLAS given a fixed workspace (``CUBLAS_WORKSPACE_CONFIG=:4096:8``, set only where the environment does not
   set it) so its reductions keep one order. Then one seed trains the same weights, bit for bit, on the same
-  machine, GPU and software (``benchmarks/check_determinism.py`` checks it on a GPU; what it costs in speed is
-  in docs/benchmarks.md).
+  machine, GPU and software (two 40-epoch GPU runs of one seed in separate processes showed it: docs/benchmarks.md,
+  "reproducibility", which also gives what it costs in speed).
 
 The choice is process-wide torch state: the trainer applies it in ``setup`` and puts back what it found when
 ``fit`` ends (``AlgorithmChoice.current`` / ``apply``).
