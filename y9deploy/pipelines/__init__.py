@@ -9,8 +9,4 @@ sub-package per concern, arrows pointing down (docs/architecture.md draws the ma
 
 ``predict`` stands on ``sources``, ``tiling`` and ``y9deploy.tracking``; ``inspection`` on ``sources`` and
 ``y9deploy.tracking``; ``tiling`` and ``sources`` import nothing of the others (``tiling`` is given a Detector).
-
-Older import paths of the flat package (``y9deploy.pipelines.sources.frame_reader``, ``.tracking``, ``.counting``, ``.track_run``,
-``.inspection_rules``, ``.inspection_run``, ``.results_writer``, ``.batch_predict``) still work: each is the module
-it moved to, with a ``DeprecationWarning`` naming the new path (``moved.MOVED`` lists them).
 """
