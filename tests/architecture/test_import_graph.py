@@ -114,7 +114,7 @@ DEPLOY_TRAINER_DOORS = ("y9deploy.runtime.backends.torch_backend", "y9deploy.exp
 #: doctor and the stage timer); a deployment box without torch never runs those lines (test_backends checks it)
 TORCH_GPU_PATH = (
     "y9deploy.measure.doctor", "y9deploy.measure.stage_timer", "y9deploy.pre.device", "y9deploy.pre.torch_letterbox",
-    "y9deploy.post.graph", "y9deploy.runtime.detector", "y9deploy.runtime.gpu_pipeline",
+    "y9deploy.post.graph", "y9deploy.runtime.gpu_pipeline",
     "y9deploy.runtime.backends.onnxruntime_backend", "y9deploy.runtime.backends.tensorrt_backend",
 )  # fmt: skip
 

@@ -3,11 +3,11 @@
 
 - ``rows``: ``postprocess``, the one door (it asks ``choice`` and runs what it picks), and ``rows_with``;
 - ``choice``: ``choose_post``, the rule (one table) that picks the implementation, and the failure record;
-- ``decode``: the host implementation (numpy; the official ``non_max_suppression`` semantics);
-- ``nms``: the host greedy NMS;
+- ``nms``: the host implementation (numpy; the official ``non_max_suppression`` semantics): decode and the greedy
+  NMS;
 - ``torch_batched``: the batched torch implementation (any device) with the Triton or the fixed-point scan;
 - ``triton_nms``: the Triton kernels (packed IoU bits, greedy scan).
 
-Importing this package, ``rows``, ``choice``, ``decode`` or ``nms`` needs numpy only: torch and triton are imported
+Importing this package, ``rows``, ``choice`` or ``nms`` needs numpy only: torch and triton are imported
 by what needs them.
 """

@@ -6,7 +6,7 @@ Implementations (``PostImpl``), from the most device-resident down:
   Detector's);
 - ``torch-triton``: the batched torch decode + NMS, greedy scan by the Triton kernel (``post.torch_batched``);
 - ``torch``: the same, greedy scan as a fixed point of torch operations;
-- ``host``: numpy decode + NMS on the downloaded raw output (``post.decode``);
+- ``host``: numpy decode + NMS on the downloaded raw output (``post.nms``);
 - ``end2end``: the model ran its own NMS; its rows are read on the host (``y9deploy.post.host.end2end_rows``).
 
 Every one of them gives the same detections (the tests compare them bit for bit). Callers: the Detector's

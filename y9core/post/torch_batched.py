@@ -16,11 +16,11 @@ A whole batch at once, with one download of the candidate counts and one of the 
    - ``scan="fixed-point"``: the fixed point of ``keep[j] = alive[j] and not any(keep[i] and iou[i, j] > t,
      i < j)`` (one sync every ``CHECK_EVERY`` passes; the passes grow with the chains of dense boxes);
    buckets whose ``[b, k, k]`` matrices would not fit ``budget`` elements go in groups, and an image whose
-   own ``k * k`` exceeds ``budget`` goes to the host implementation (``post.decode.decode_nms``: work beyond
+   own ``k * k`` exceeds ``budget`` goes to the host implementation (``post.nms.decode_nms``: work beyond
    the limits, as ``post.choice`` says);
 5. ONE download of the rows of every bucket (boxes, score, class, keep flag).
 
-It computes the same float32 operations in the same order as ``post.decode.decode_nms`` (candidates, stable
+It computes the same float32 operations in the same order as ``post.nms.decode_nms`` (candidates, stable
 descending order, class offsets, IoU formula, threshold), so the detections are identical (tests compare
 them bit for bit on CPU tensors; the Triton kernel through Triton's interpreter). The scan is the caller's
 (``post.rows``: the implementation ``post.choice.choose_post`` picked); with ``fallback`` a Triton kernel that
@@ -111,7 +111,7 @@ def batched_postprocess_torch(
     fallback: bool = False,
 ) -> list[np.ndarray]:
     """pred (Tensor[B, 4+nc, A], any device) -> list of B ndarray[N, 6] float32 rows (x1, y1, x2, y2, score,
-    class) in input pixels by descending score: the result of ``post.decode.decode_nms``.
+    class) in input pixels by descending score: the result of ``post.nms.decode_nms``.
 
     ``scan``: "triton" (CUDA tensors, or any tensors with ``TRITON_INTERPRET=1``) or "fixed-point"; see the
     module docstring. ``fallback``: a Triton kernel that fails is recorded and the fixed point used (the

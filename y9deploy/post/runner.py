@@ -65,6 +65,8 @@ class PostRunner:
                 "'cpu' here."
             )
         self.graph: Any = None  # the GraphPost, once the rule gives GRAPH
+        # numpy outputs on the host: no kernel that could fail, so the rule's answer above holds for every batch
+        self.fixed = not tensors and graphs is False and self.impl in (PostImpl.HOST, PostImpl.END2END)
 
     def close(self) -> None:
         if self.graph is not None:
@@ -103,6 +105,22 @@ class PostRunner:
         rows = rows_with(impl, raw, conf=opts.conf, iou=opts.iou, agnostic=opts.agnostic, max_det=opts.max_det,
                          classes=opts.classes, fallback=self.auto)  # fmt: skip
         return PendingRows(n, ready=rows)
+
+    def run(self, outputs: dict[str, Any], n: int, opts: Any, infos: list[Any]) -> list[Any]:
+        """``submit`` then ``detections`` at once (the host pipeline: nothing to overlap). A runner of numpy
+        outputs (``fixed``) runs the implementation chosen when it was built, the rows straight to Detections."""
+        if not self.fixed:
+            return self.detections(self.submit(outputs, n, opts), infos)
+        from y9deploy.post.host import end2end_rows, to_detections
+
+        if self.impl is PostImpl.END2END:
+            rows = end2end_rows({k: np.asarray(v)[:n] for k, v in outputs.items()}, n, opts)
+        else:
+            from y9core.post.rows import rows_with
+
+            rows = rows_with(self.impl, np.asarray(first_output(outputs))[:n], conf=opts.conf, iou=opts.iou,
+                             agnostic=opts.agnostic, max_det=opts.max_det, classes=opts.classes, fallback=False)  # fmt: skip
+        return [to_detections(r, info, self.names) for r, info in zip(rows, infos)]
 
     def _graph_post(self) -> Any:
         if self.graph is None:

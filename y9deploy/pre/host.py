@@ -11,6 +11,7 @@ The geometry (``letterbox_info``, ``LetterboxInfo``) is ``y9core.letterbox``'s; 
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 
@@ -141,12 +142,18 @@ def _to_planar(canvas: np.ndarray, dst: np.ndarray) -> None:
         np.divide(dst, np.float32(255), out=dst)
 
 
+#: the letterbox geometry of a frame size, computed once per size and settings (``LetterboxInfo`` is frozen): the
+#: frames of a video share one size, so a stream asks ``y9core.letterbox`` once
+_geometry = functools.lru_cache(maxsize=64)(letterbox_info)
+
+
 def _checked_infos(
     frames: np.ndarray | Sequence[np.ndarray], imgsz: Shape, auto: bool, scaleup: bool, stride: int
 ) -> tuple[list[np.ndarray], list[LetterboxInfo]]:
     """Validated frames and their letterbox geometry (one input shape for the whole batch)."""
     frames = check_frames(frames)
-    infos = [letterbox_info(f.shape[:2], imgsz, auto=auto, scaleup=scaleup, stride=stride) for f in frames]
+    size = imgsz if isinstance(imgsz, int) else tuple(imgsz)  # hashable for the cache
+    infos = [_geometry(f.shape[:2], size, auto=auto, scaleup=scaleup, stride=stride) for f in frames]
     for k, info in enumerate(infos):
         if min(info.resized_wh) < 1:
             raise ValueError(

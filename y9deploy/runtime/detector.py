@@ -4,29 +4,22 @@
         dets = det.predict(frame)                    # frame: HxWx3 uint8 BGR
         dets.xyxy, dets.confidence, dets.class_id, dets.names
 
-The backend comes from the file suffix (.engine/.trt/.plan: TensorRT; .onnx: ONNX Runtime; .pt: PyTorch)
-and the model description (class names, input size, letterbox) from the file itself (ONNX metadata, engine
-manifest, checkpoint). End-to-end models (NMS inside) run transparently.
+The backend comes from the file suffix (``runtime.backends.loading``), the model's facts from the file itself.
+A Detector runs one pipeline (``runtime.pipeline.Pipeline``), decided by ``runtime.frame_pipeline.choose_pipeline``:
+on a CUDA backend with torch the torch pipeline (``runtime.gpu_pipeline``), else the host pipeline
+(``runtime.host_pipeline``); post-processing is ``y9core.post.choice.choose_post``'s. ``repr(det)`` and
+``det.choice()`` name them. ``predict_stream(batches)`` pipelines a sequence of batches; both take a stage timer
+(``timer=``, e.g. ``y9deploy.measure.stage_timer.StageTimer``).
 
-A Detector runs one pipeline (``pipeline``, the ``runtime.pipeline.Pipeline`` protocol): on a CUDA backend with
-torch installed the torch pipeline (``runtime.gpu_pipeline``: pre-processing, the network as a CUDA graph
-replay, decoding + NMS on the GPU; only the detections come back), else the host pipeline
-(``runtime.host_pipeline``). Which pipeline and pre-processing run is decided by
-``runtime.frame_pipeline.choose_pipeline``, which post-processing by ``y9core.post.choice.choose_post`` (one rule
-and one table each); ``repr(det)`` and ``det.choice()`` name them.
-
-Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs, so memory does
-not grow over long runs); another thread calling it while it is busy gets DetectorBusyError, never wrong
-results (``runtime.busy``). Use one Detector per thread, or guard a shared one with a lock.
-
-``predict_stream(batches)`` pipelines a sequence of batches (the letterbox of the next batch runs while the
-GPU works on the current one) and yields one ``list[Detections]`` per batch. Both take a stage timer
-(``timer=``, e.g. ``y9deploy.measure.stage_timer.StageTimer``), which the benchmarks use.
+Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs); another thread
+calling it while it is busy gets DetectorBusyError at once, never wrong results (``BusyGuard``, below). Also here:
+``batch_chunks``, a batch split into the runs the backend accepts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -34,13 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from y9core.errors import Y9Error
+from y9core.errors import DetectorBusyError, Y9Error
 from y9core.model_facts import FactsWarning, ModelFacts, size_notice
-from y9core.post.choice import probe
 from y9deploy.post.options import PredictOptions, resolve_options
 from y9deploy.runtime.backends.loading import open_backend
-from y9deploy.runtime.detector import BusyGuard, batch_chunks
 from y9deploy.runtime.frame_pipeline import build_pipeline
+from y9deploy.runtime.gpu_pipeline import torch_stream_for
 from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
 from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
 
@@ -57,25 +49,20 @@ class Detector:
         max_det: most detections per image.
         classes: keep only these class ids (None: all).
         agnostic: class-agnostic NMS.
-        imgsz: network input for ``.pt`` files (default: the size the model was trained at, its facts); ONNX models
-            and engines fix their own.
+        imgsz: network input for ``.pt`` files (default: its trained size); ONNX models and engines fix their own.
         half: FP16 for ``.pt`` on CUDA (default True there).
         cuda_graph: replay the network as a CUDA graph (torch and TensorRT on CUDA; default True).
-        preprocess: on a CUDA backend with torch installed: "auto"/"hybrid" (letterbox by OpenCV threads, the
-            compact uint8 image uploaded, colour/layout/normalisation on the GPU), "gpu" (whole frames uploaded,
-            letterboxed on the GPU), "cpu" (the whole blob made on the CPU, then uploaded). Without torch or
-            CUDA everything runs on the host ("gpu" is then refused).
-        postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu"
-            (the raw output downloaded, decode + NMS on the host). Without torch or CUDA the host runs it ("gpu" is
-            then refused). ``y9core.post.choice.choose_post`` picks the implementation from these options, the
-            device, the model and what imports here.
+        preprocess: on a CUDA backend with torch: "auto"/"hybrid" (letterbox by OpenCV threads, colour/layout on
+            the GPU), "gpu" (letterboxed on the GPU), "cpu" (the whole blob made on the CPU). Without torch or CUDA
+            everything runs on the host ("gpu" is then refused).
+        postprocess: on a CUDA backend with torch: "auto"/"gpu" (batched decode + NMS on the GPU) or "cpu" (on the
+            host, which is what runs without torch or CUDA: "gpu" is then refused); ``choose_post`` decides.
         compile: ``torch.compile`` a ``.pt`` model on CUDA (slow first call per batch size).
         facts: for a TensorRT engine built without ``y9 build-engine`` (no manifest): the ONNX it was built from or
             its ``.facts.json`` sidecar (default: found beside the engine).
 
-    ``info`` holds the model's facts (``y9core.model_facts.ModelFacts``); a model run at another input size than it
-    was trained at (an explicit ``imgsz``, or an ONNX / engine exported at another size) says so once, as a
-    ``FactsWarning``.
+    ``info`` holds the model's facts (``ModelFacts``); a model run at another input size than it was trained at
+    says so once, as a ``FactsWarning``.
     """
 
     def __init__(
@@ -114,7 +101,7 @@ class Detector:
         self._guard = BusyGuard(str(self.path))
         self._closed = True
         self._pipeline: Any = None
-        stream = _maybe_torch_stream(self.path, device)
+        stream = torch_stream_for(self.path, device)
         self._stream = stream  # kept alive as long as the backend may run on it
         self.backend = open_backend(
             self.path,
@@ -160,7 +147,6 @@ class Detector:
         except ValueError as exc:
             raise ValueError(str(exc).replace("the backend", self.path.name, 1)) from None
 
-    # ---------------------------------------------------------------- public API
     @property
     def device(self) -> str:
         return str(self.backend.device)
@@ -227,8 +213,7 @@ class Detector:
             lines, zones: ``y9deploy.tracking.counting.CountLine`` / ``Zone`` to count on the tracks.
             **overrides: per-call ``conf``, ``iou``, ... as for ``predict``.
         Returns:
-            an iterator of ``y9deploy.tracking.TrackedDetections`` (``detections``, ``track_id``, ``time``,
-            ``counts``), one per frame.
+            an iterator of ``y9deploy.tracking.TrackedDetections``, one per frame.
         """
         from y9deploy.tracking.source_tracking import SourceTracking, TrackOptions
 
@@ -240,24 +225,20 @@ class Detector:
         self, batches: Iterable[Any], *, timer: Any = None, track: str | None = None, fps: float = 30.0,
         **overrides: Any,
     ) -> Iterator[list[Any]]:  # fmt: skip
-        """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the host
-        pre-processing (letterbox) and upload of the next batch run in a background thread, into the second of
-        two staging buffers, while the device works on the current one, and the Detections of batch i are built
-        while the device runs batch i+1 (``runtime.gpu_stream``). On the host path the batches run one after
-        the other.
+        """Detect objects in a sequence of batches, pipelined: on a CUDA backend with torch, the letterbox and upload
+        of the next batch run in a background thread (two staging buffers) while the device works on the current one
+        (``runtime.gpu_stream``); on the host path the batches run one after the other.
 
         Args:
-            batches: an iterable (a generator, e.g. of video frames) of batches, each a list of frames
-                (ndarray[H, W, 3] uint8 BGR) and/or image paths, or a batch ndarray[B, H, W, 3].
+            batches: an iterable of batches (each a list of frames and/or image paths, or an ndarray[B, H, W, 3]).
             timer: a stage timer, as for ``predict``.
             track: ``"bytetrack"`` or ``"botsort"``: the batches are consecutive frames of one video (``fps`` per
                 second), tracked in order; each list then holds ``y9deploy.tracking.TrackedDetections``.
             **overrides: per-call ``conf``, ``iou``, ``max_det``, ``classes``, ``agnostic`` (all batches).
         Returns:
-            an iterator of ``list[Detections]``, one list per batch, in order: the same detections as
-            ``predict`` on each batch (with ``track``: ``list[TrackedDetections]``). Memory is bounded (two staging buffers; batches are pulled from
-            ``batches`` at most two ahead of the results). Until the stream ends or is closed, other threads
-            calling this Detector get DetectorBusyError.
+            an iterator of ``list[Detections]``, one list per batch, in order (the detections ``predict`` gives).
+            Memory is bounded: batches are pulled at most two ahead of the results. Until the stream ends or is
+            closed, other threads calling this Detector get DetectorBusyError.
         """
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
@@ -267,22 +248,14 @@ class Detector:
                 "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
             )
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        stream = self._stream_guarded(iter(batches), opts, NULL_TIMER if timer is None else timer)
+        stream = self._stream(iter(batches), opts, NULL_TIMER if timer is None else timer)
         if track is None:
             return stream
         from y9deploy.tracking.source_tracking import track_stream
 
         return track_stream(stream, track, fps)
 
-    def _stream_guarded(
-        self, batches: Iterator[Any], opts: PredictOptions, timer: Any
-    ) -> Iterator[list[Any]]:
-        with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
-            yield from self._stream_unguarded(batches, opts, timer)
-
-    def _stream_unguarded(
-        self, batches: Iterator[Any], opts: PredictOptions, timer: Any
-    ) -> Iterator[list[Any]]:
+    def _stream(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
         def chunks() -> Iterator[tuple[list[np.ndarray], int, bool]]:
             for batch in batches:
                 frames, _ = self._frames(batch)
@@ -290,14 +263,15 @@ class Detector:
                 for j, (start, stop, padded) in enumerate(spans):
                     yield frames[start:stop], padded, j == len(spans) - 1
 
-        done: list[Any] = []
-        for dets, last in self._pipeline.run_stream(chunks(), opts, timer):
-            done += dets
-            if last:
-                yield done
-                done = []
-                if self.backend is None:
-                    raise Y9Error(f"this Detector for {self.path} was closed during predict_stream().")
+        with self._guard.enter("predict_stream"):  # held until the stream is exhausted or closed
+            done: list[Any] = []
+            for dets, last in self._pipeline.run_stream(chunks(), opts, timer):
+                done += dets
+                if last:
+                    yield done
+                    done = []
+                    if self.backend is None:
+                        raise Y9Error(f"this Detector for {self.path} was closed during predict_stream().")
 
     def warmup(self, batch: int = 1, frame_hw: tuple[int, int] | None = None, runs: int = 2) -> None:
         """Run ``runs`` dummy predictions of ``batch`` grey frames (cuDNN autotuning, CUDA graph capture)."""
@@ -333,15 +307,12 @@ class Detector:
         with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
 
-    # ---------------------------------------------------------------- internals
     def _frames(self, source: Any) -> tuple[list[np.ndarray], bool]:
         """source -> (frames, single); every frame checked (HxWx3 uint8, non-empty)."""
         from y9deploy.pre.host import check_frame, check_frames
 
         if source is None:
-            raise TypeError(
-                "predict() got None; expected an HxWx3 uint8 BGR frame, a list of frames, or image paths."
-            )
+            raise TypeError("predict() got None; expected an HxWx3 uint8 BGR frame, a list of frames, or image paths.")
         if isinstance(source, (str, Path)):
             return [read_image(source)], True
         if isinstance(source, np.ndarray):
@@ -376,22 +347,52 @@ class Detector:
         return results[0] if single else results
 
 
-def _maybe_torch_stream(path: Path, device: Any) -> Any:
-    """A torch CUDA stream for the Detector's GPU work, when the model will run on CUDA and torch sees a GPU."""
-    from y9core.device_spec import parse_device
+def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
+    """Split ``n`` frames into runs the model accepts.
 
-    kind, index = parse_device(device)
-    if kind == "cpu":
-        return None
-    if path.suffix.lower() == ".onnx":  # only worth importing torch when onnxruntime can use the GPU
+    Returns:
+        ``[(start, stop, padded_batch), ...]``: frames ``start:stop`` go through one call of batch
+        ``padded_batch`` (>= stop - start: static-batch models are padded up to their minimum).
+    """
+    lo, hi = batch_range
+    if n <= 0:
+        return []
+    out = []
+    for start in range(0, n, hi):
+        stop = min(start + hi, n)
+        out.append((start, stop, max(stop - start, lo)))
+    return out
+
+
+class BusyGuard:
+    """Admits one thread at a time; re-entrant for that thread (``predict`` between two batches of its own
+    ``predict_stream``); another thread gets DetectorBusyError at once rather than waiting: two threads in one
+    Detector would overwrite each other's reused buffers, and a silent queue would hide that design error."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._entry = ""
+
+    @contextlib.contextmanager
+    def enter(self, call: str) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._lock:
+            if self._owner is not None and self._owner != me:
+                raise DetectorBusyError(
+                    f"{call}() was called on the Detector for {self.what} while another thread is running its "
+                    f"{self._entry}(); a Detector serves one thread at a time: create one Detector per thread, "
+                    "or guard the shared one with a threading.Lock."
+                )
+            if self._owner is None:
+                self._owner, self._entry = me, call
+            self._depth += 1
         try:
-            import onnxruntime
-        except ImportError:
-            return None
-        if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-            return None
-    if not probe().torch_cuda:
-        return None
-    import torch
-
-    return torch.cuda.Stream(torch.device(f"cuda:{index}"))
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None

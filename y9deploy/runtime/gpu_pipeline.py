@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,3 +128,25 @@ class GpuPipeline:
         """(frames, padded, tag) chunks -> (Detections list, tag) per chunk, in order, the host pre-processing
         of chunk i+1 overlapping the device work of chunk i (``stream_runner``)."""
         return self.stream_runner.run(chunks, opts, timer)
+
+
+def torch_stream_for(path: Path, device: Any) -> Any:
+    """A torch CUDA stream for the Detector's GPU work, when the model will run on CUDA and torch sees a GPU."""
+    from y9core.device_spec import parse_device
+    from y9core.post.choice import probe
+
+    kind, index = parse_device(device)
+    if kind == "cpu":
+        return None
+    if path.suffix.lower() == ".onnx":  # only worth importing torch when onnxruntime can use the GPU
+        try:
+            import onnxruntime
+        except ImportError:
+            return None
+        if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+            return None
+    if not probe().torch_cuda:
+        return None
+    import torch
+
+    return torch.cuda.Stream(torch.device(f"cuda:{index}"))

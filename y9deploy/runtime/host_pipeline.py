@@ -75,7 +75,7 @@ class HostPipeline:
         outputs = self.backend.infer(blob, opts.extras(self.extras) if self.extras else None)
         if timed:
             timer.mark(INFER)
-        dets = self.post_runner.detections(self.post_runner.submit(outputs, len(frames), opts), infos)
+        dets = self.post_runner.run(outputs, len(frames), opts, infos)
         if timed:
             timer.mark(POST)
         return dets

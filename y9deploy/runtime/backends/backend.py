@@ -11,7 +11,7 @@ A backend turns a pre-processed batch into raw outputs; the Detector does pre- a
 - ``extras``: for end-to-end models whose NMS thresholds are inputs (``score_threshold``,
   ``iou_threshold``, ``max_output_boxes``), ``infer(batch, extras)`` passes their values.
 
-Backends are not thread-safe: one thread per backend (a Detector refuses a second thread: runtime.busy).
+Backends are not thread-safe: one thread per backend (a Detector refuses a second thread: ``runtime.detector.BusyGuard``).
 """
 
 from __future__ import annotations
@@ -67,23 +67,6 @@ def describe_model(facts: ModelFacts, props: dict[str, str] | None = None, **art
     other metadata strings it holds."""
     extra = extra_props(props or {})
     return {**extra, **facts.to_dict(), **artifact}
-
-
-def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
-    """Split ``n`` frames into runs the model accepts.
-
-    Returns:
-        ``[(start, stop, padded_batch), ...]``: frames ``start:stop`` go through one call of batch
-        ``padded_batch`` (>= stop - start: static-batch models are padded up to their minimum).
-    """
-    lo, hi = batch_range
-    if n <= 0:
-        return []
-    out = []
-    for start in range(0, n, hi):
-        stop = min(start + hi, n)
-        out.append((start, stop, max(stop - start, lo)))
-    return out
 
 
 def is_torch_tensor(x: Any) -> bool:

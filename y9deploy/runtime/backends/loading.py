@@ -91,3 +91,4 @@ def open_backend(
                 f"{backend.input_hw[1]}; re-export it at that size or leave imgsz unset."
             )
     return backend
+
