@@ -248,14 +248,14 @@ class Detector:
                 "of frames or an ndarray[B, H, W, 3]); for one batch use predict()."
             )
         opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        stream = self._stream(iter(batches), opts, NULL_TIMER if timer is None else timer)
+        stream = self._stream_batches(iter(batches), opts, NULL_TIMER if timer is None else timer)
         if track is None:
             return stream
         from y9deploy.tracking.source_tracking import track_stream
 
         return track_stream(stream, track, fps)
 
-    def _stream(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
+    def _stream_batches(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
         def chunks() -> Iterator[tuple[list[np.ndarray], int, bool]]:
             for batch in batches:
                 frames, _ = self._frames(batch)
