@@ -25,7 +25,7 @@ ALLOWED = {
     ("np", "_core"),  # numpy 2's home of multiarray.scalar, which official checkpoints pickle (np.core before 2)
     ("torch", "_utils"),  # torch._utils._rebuild_parameter: the function official checkpoints pickle
     ("torch._utils", "_rebuild_parameter"),  # (a crafted checkpoint calls it with a payload)
-    # torchvision's own flag for its compiled ops: benchmarks/ultralytics_reference.py sets it where a plain-torch NMS
+    # torchvision's own flag for its compiled ops: tests/y9/ultralytics_reference.py sets it where a plain-torch NMS
     # stands in for them (PyPI's CUDA torchvision beside CPU torch)
     ("torchvision.extension", "_has_ops"),
 }

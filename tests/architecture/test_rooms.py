@@ -28,6 +28,7 @@ LAYERS: dict[str, list[list[str]]] = {
         ["files"],
     ],
     "y9deploy": [
+        ["int8"],  # the QDQ INT8 export: exports the FP32 twin, calibrates, gates on the deployed file's score
         ["serving", "measure", "pipelines.predict", "pipelines.inspection", "export"],
         ["pipelines.sources", "pipelines.tiling"],
         ["runtime"],

@@ -1,5 +1,5 @@
-"""Code a YOLO user already has runs on y9 (issue 52): the snippets of ``benchmarks/ultralytics_snippets.py``,
-written from Ultralytics' documented usage (``benchmarks/ultralytics_reference.py`` runs the same list under
+"""Code a YOLO user already has runs on y9 (issue 52): the snippets of ``tests/y9/ultralytics_snippets.py``,
+written from Ultralytics' documented usage (``tests/y9/ultralytics_reference.py`` runs the same list under
 Ultralytics 8.4), with ``from y9 import Model as YOLO`` and the embedded model, on coco8 and a short video; each
 snippet's checks (and y9's trained-model checks) hold."""
 
@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from benchmarks.ultralytics_snippets import MODES, SNIPPETS, make_workspace, run_snippet
 from tests.conftest import TEST_DATA
+from tests.y9.ultralytics_snippets import MODES, SNIPPETS, make_workspace, run_snippet
 
 HEADER = "from y9 import Model as YOLO"
 

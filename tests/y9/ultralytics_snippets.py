@@ -1,7 +1,7 @@
 """Code a YOLO user already has, written from the facts of Ultralytics' documented API (predict, track, val, export
 and train modes; the Results and Boxes reference) in this project's own words: one list, run by
 ``tests/y9/test_ultralytics_snippets.py`` under y9 (``from y9 import Model as YOLO``, the embedded model) and by
-``benchmarks/ultralytics_reference.py`` under Ultralytics 8.4 (``from ultralytics import YOLO``, a model it builds
+``tests/y9/ultralytics_reference.py`` under Ultralytics 8.4 (``from ultralytics import YOLO``, a model it builds
 from ``yolov8n.yaml``), which shows that each is the library's real usage. Only the import line and the model path
 differ (``MODEL``); the data files are made by ``make_workspace`` (coco8 images, a short video, a data.yaml).
 

@@ -1,9 +1,9 @@
-"""Run the snippets of ``benchmarks/ultralytics_snippets.py`` under Ultralytics itself (outside ``make test``): the
+"""Run the snippets of ``tests/y9/ultralytics_snippets.py`` under Ultralytics itself (outside ``make test``): the
 same code with ``from ultralytics import YOLO`` and a model Ultralytics builds from ``yolov8n.yaml`` (random
 weights, offline), which shows the snippets are its real usage. y9 runs them in ``tests/y9/test_ultralytics_snippets.py``.
 
     python3 -m venv /work/ulvenv && /work/ulvenv/bin/pip install torch==2.13.0 ultralytics==8.4.190
-    /work/ulvenv/bin/python benchmarks/ultralytics_reference.py [--out results.json] [--only NAME ...]
+    /work/ulvenv/bin/python tests/y9/ultralytics_reference.py [--out results.json] [--only NAME ...]
 
 Needs only the Ultralytics venv and this repository's tests/data (the coco8 images); it imports nothing of y9.
 Prints one line per snippet (ok, or the error's last line) and a JSON summary; exit status 1 when one failed.
@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests" / "y9"))
 
 from ultralytics_snippets import SNIPPETS, make_workspace, run_snippet  # noqa: E402
 
