@@ -9,10 +9,9 @@ Levels (``KeepFloat``), measured in docs/benchmarks.md ("INT8"):
 - ``head``: ``decode`` plus the head's last learned convolutions themselves (the 1x1 convolutions that write the box
   distributions and class logits), whose outputs feed the softmax and the sigmoid directly;
 - ``stem`` (the default): ``head`` plus the stem: the first learned convolution (the one that reads the image) and its
-  activation (the Sigmoid and Mul of its SiLU). Measured on the embedded model with averaged ranges
-  (docs/benchmarks.md "INT8"): the stem alone carried most of the output error left (its 3-channel 3x3 kernel and the
-  image quantized to 8 bits, then a wide pre-activation range), while no other layer stood out; kept float, it costs
-  one small convolution.
+  activation (the Sigmoid and Mul of its SiLU). Measured on the embedded model (docs/benchmarks.md "INT8"): floating
+  one layer at a time, the stem alone removed most of the output error against FP32 while no other layer stood out;
+  kept in float it costs one small convolution (3 input channels).
 
 The DFL's expectation convolution is recognised by its weights, 0, 1, ..., reg_max - 1 (a fixed layer, not a learned
 one); the decode is then every node from which the output is reached without passing through a learned convolution.
