@@ -5,11 +5,11 @@ TensorRT-RTX all read), weights INT8 symmetric per output channel, activations c
 as UINT8 with a zero point (asymmetric: ONNX Runtime's fast x86 integer kernels are UINT8 x INT8; symmetric INT8
 activations ran slower than FP32 on the 2-core AVX2 box, docs/benchmarks.md "INT8"), the nodes named by
 ``int8_rule.float_nodes`` left in float. TensorRT takes only symmetric INT8: the engine builder rewrites the ranges
-(``y9deploy.engine.qdq_tensorrt``). ``CalibMethod`` names the activation range estimators: ``minmax`` (the default,
-chosen by measurement in docs/benchmarks.md "INT8" once the stem is kept in float), ``average``: each tensor's range
-the mean over the calibration images of each image's min and max (ONNX Runtime's MinMax with ``CalibMovingAverage``),
-which clips rare outliers. minmax and average keep two scalars per tensor and image (bounded memory);
-percentile and entropy keep every calibration activation until the end (about 15 GB for 56 images at 416 on gelan-s).
+(``y9deploy.engine.qdq_tensorrt``). ``CalibMethod`` names the activation range estimators: ``average`` (the default,
+chosen by measurement with the stem kept in float, docs/benchmarks.md "INT8"): each tensor's range the mean over the
+calibration images of each image's min and max (ONNX Runtime's MinMax with ``CalibMovingAverage``), which clips rare
+outliers; ``minmax``: the plain min and max over all images. Both keep two scalars per tensor and image (bounded
+memory); percentile and entropy keep every calibration activation until the end (an earlier run reached 15 GB RSS).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class CalibMethod(str, Enum):
     entropy = "entropy"
 
 
-DEFAULT_METHOD = CalibMethod.minmax
+DEFAULT_METHOD = CalibMethod.average
 DEFAULT_CALIB_IMAGES = 64
 
 
