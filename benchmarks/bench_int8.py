@@ -1,7 +1,7 @@
 """FP32 / FP16 / INT8 ONNX of one y9 model on the CPU with ONNX Runtime: mAP50-95 and batch-1 latency (issue 55).
 
     python benchmarks/bench_int8.py MODEL.pt --data DATA.yaml [--acc-imgsz N] [--speed-imgsz 640] [--rounds 15]
-        [--calib-images 64] [--method minmax] [--keep head] [--threads 1,2] [--out result.json]
+        [--calib-images 64] [--method average] [--keep stem] [--threads 1,2] [--out result.json]
 
 Accuracy: the FP32 export at ``--acc-imgsz`` (default: the model's trained size), its FP16 conversion and its INT8
 export (calibrated on the first ``--calib-images`` train images of DATA, ``--keep`` / ``--method`` as
@@ -74,8 +74,8 @@ def main() -> None:
     ap.add_argument("--speed-imgsz", type=int, default=640)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calib-images", type=int, default=64)
-    ap.add_argument("--method", default="minmax")
-    ap.add_argument("--keep", default="head")
+    ap.add_argument("--method", default="average")
+    ap.add_argument("--keep", default="stem")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--levels", default="ORT_ENABLE_BASIC,ORT_ENABLE_ALL")
     ap.add_argument("--skip-accuracy", action="store_true")

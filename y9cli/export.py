@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from y9cli.interrupts import command_line, on_interrupt
-from y9deploy.int8.quantize import CalibMethod
-from y9deploy.int8.rule import KeepFloat
+from y9deploy.export.int8_quantize import DEFAULT_METHOD, CalibMethod
+from y9deploy.export.int8_rule import DEFAULT_KEEP, KeepFloat
 
 
 def _kept(output: Path, before: int | None) -> str:
@@ -106,10 +106,10 @@ def register(app: typer.Typer) -> None:
         calib: Annotated[Path | None, typer.Option("--calib", help="--int8: data.yaml (train: calibration, val: gate).")] = None,
         calib_images: Annotated[int, typer.Option("--calib-images", help="--int8: train images to calibrate on.")] = 64,
         calib_method: Annotated[CalibMethod, typer.Option("--calib-method", help="--int8: activation ranges.")] = (
-            CalibMethod.minmax
+            DEFAULT_METHOD
         ),
-        int8_keep: Annotated[KeepFloat, typer.Option("--int8-keep", help="--int8: head nodes kept in float.")] = (
-            KeepFloat.head
+        int8_keep: Annotated[KeepFloat, typer.Option("--int8-keep", help="--int8: nodes kept in float.")] = (
+            DEFAULT_KEEP
         ),
         int8_max_drop: Annotated[
             float, typer.Option("--int8-max-drop", help="--int8: mAP50-95 points INT8 may lose against FP32.")

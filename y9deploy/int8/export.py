@@ -87,8 +87,8 @@ def gate_check(data: Any, fp32_path: Path, int8_path: Path, *, split: str, max_d
     gate = GateResult(Path(data), split, images, fp32_map, int8_map, float(max_drop))
     if not gate.passed:
         raise AccuracyGateError(
-            f"the INT8 model of {label} loses too much accuracy, {gate.describe()}, so it was not written (keep more "
-            "of the head in float, calibrate on more images, or allow a larger drop)."
+            f"the INT8 model of {label} loses too much accuracy, {gate.describe()}, so it was not written (try another "
+            "--calib-method, calibrate on more images, or allow a larger drop)."
         )
     return gate
 

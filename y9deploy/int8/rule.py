@@ -6,8 +6,12 @@ Levels (``KeepFloat``), measured in docs/benchmarks.md ("INT8"):
 - ``decode``: the head's decode stays float: every node between the head's last learned convolutions and the output
   (the per-level concatenations, reshapes, the split into box and class channels, the DFL softmax and its fixed
   expectation convolution, the box arithmetic, the class sigmoid and the output concatenation);
-- ``head`` (the default): ``decode`` plus the head's last learned convolutions themselves (the 1x1 convolutions that
-  write the box distributions and class logits), whose outputs feed the softmax and the sigmoid directly.
+- ``head``: ``decode`` plus the head's last learned convolutions themselves (the 1x1 convolutions that write the box
+  distributions and class logits), whose outputs feed the softmax and the sigmoid directly;
+- ``stem`` (the default): ``head`` plus the stem: the first learned convolution (the one that reads the image) and its
+  activation (the Sigmoid and Mul of its SiLU). Measured on the embedded model (docs/benchmarks.md "INT8"): floating
+  one layer at a time, the stem alone removed most of the output error against FP32 while no other layer stood out;
+  kept in float it costs one small convolution (3 input channels).
 
 The DFL's expectation convolution is recognised by its weights, 0, 1, ..., reg_max - 1 (a fixed layer, not a learned
 one); the decode is then every node from which the output is reached without passing through a learned convolution.
@@ -27,9 +31,11 @@ class KeepFloat(str, Enum):
     none = "none"
     decode = "decode"
     head = "head"
+    stem = "stem"
 
 
-DEFAULT_KEEP = KeepFloat.head
+DEFAULT_KEEP = KeepFloat.stem
+_ACTIVATIONS = {"Sigmoid", "Mul", "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Clip"}
 
 
 def _is_fixed_dfl(node: Any, weights: dict[str, Any]) -> bool:
@@ -68,10 +74,35 @@ def head_split(model: Any) -> tuple[list[str], list[str]]:
     return decode, last
 
 
+def stem_nodes(model: Any) -> list[str]:
+    """Node names of the stem: each Conv that reads a graph input, and the activation nodes (``_ACTIVATIONS``) reached
+    from its output through activation nodes only (a SiLU's Sigmoid and Mul). No such Conv is one sentence."""
+    graph = model.graph
+    inputs = {i.name for i in graph.input} - {init.name for init in graph.initializer}
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for i in node.input:
+            consumers.setdefault(i, []).append(node)
+    first = [n for n in graph.node if n.op_type == "Conv" and n.input and n.input[0] in inputs]
+    if not first:
+        raise ValueError("the ONNX graph has no convolution reading its input; expected a y9 detector.")
+    out: list[str] = []
+    stack = list(first)
+    while stack:
+        node = stack.pop()
+        if node.name in out:
+            continue
+        out.append(node.name)
+        stack.extend(c for o in node.output for c in consumers.get(o, []) if c.op_type in _ACTIVATIONS)
+    return out
+
+
 def float_nodes(model: Any, keep: KeepFloat | str = DEFAULT_KEEP) -> list[str]:
     """The names of the nodes an INT8 export of ``model`` (onnx.ModelProto, FP32) keeps in float at level ``keep``."""
     level = KeepFloat(keep)
     if level is KeepFloat.none:
         return []
     decode, last = head_split(model)
-    return decode + last if level is KeepFloat.head else decode
+    if level is KeepFloat.decode:
+        return decode
+    return decode + last + (stem_nodes(model) if level is KeepFloat.stem else [])
