@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from y9cli.interrupts import command_line, on_interrupt
-from y9deploy.export.int8_quantize import DEFAULT_METHOD, CalibMethod
-from y9deploy.export.int8_rule import DEFAULT_KEEP, KeepFloat
+from y9deploy.int8.quantize import DEFAULT_METHOD, CalibMethod
+from y9deploy.int8.rule import DEFAULT_KEEP, KeepFloat
 
 
 def _kept(output: Path, before: int | None) -> str:

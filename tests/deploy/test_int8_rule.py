@@ -16,7 +16,7 @@ pytest.importorskip("onnx")
 def test_default_rule_keeps_the_stem_and_the_head_in_float(embedded_export):
     import onnx
 
-    from y9deploy.export.int8_rule import DEFAULT_KEEP, KeepFloat, float_nodes, head_split, stem_nodes
+    from y9deploy.int8.rule import DEFAULT_KEEP, KeepFloat, float_nodes, head_split, stem_nodes
 
     model = onnx.load(str(embedded_export(imgsz=160)))
     by_name = {n.name: n for n in model.graph.node}
@@ -36,7 +36,7 @@ def test_default_rule_keeps_the_stem_and_the_head_in_float(embedded_export):
 def test_stem_of_a_graph_without_an_input_conv_is_one_sentence():
     from onnx import TensorProto, helper
 
-    from y9deploy.export.int8_rule import stem_nodes
+    from y9deploy.int8.rule import stem_nodes
 
     graph = helper.make_graph([helper.make_node("Relu", ["images"], ["y"], name="r")], "g",
                               [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 4, 4])],
@@ -58,7 +58,7 @@ def test_activation_range_is_the_min_max_or_its_mean_over_images(method):
     pytest.importorskip("onnxruntime.quantization")
     from onnx import TensorProto, helper, numpy_helper
 
-    from y9deploy.export.int8_quantize import quantize_qdq
+    from y9deploy.int8.quantize import quantize_qdq
 
     w = numpy_helper.from_array(np.full((2, 1, 1, 1), 0.5, np.float32), "w")
     graph = helper.make_graph([helper.make_node("Conv", ["images", "w"], ["y"], name="c")], "g",
