@@ -34,7 +34,7 @@ def test_dict_round_trip_and_normal_forms():
         ({"letterbox": {"color": 300}}, "'letterbox.color' is 300; expected a grey level 0..255"),
         ({"letterbox": {"auto": "yes"}}, "'letterbox.auto' is 'yes'; expected true or false"),
         ({"channels": "BGR"}, "'channels' is 'BGR'; expected 'RGB'"),
-        ({"precision": "int8"}, "'precision' is 'int8'; expected 'fp32' or 'fp16'"),
+        ({"precision": "int4"}, "'precision' is 'int4'; expected 'fp32' or 'fp16' or 'int8'"),
         ({"end2end": 1}, "'end2end' is 1; expected true or false"),
         ({"source_sha256": "xyz"}, "'source_sha256' is 'xyz'; expected 64 lowercase hex digits"),
         ({"format": "y9-model-facts/9"}, "'format' is 'y9-model-facts/9'"),
