@@ -5,7 +5,9 @@ mAP50 0.667 for every seed and mAP50-95 0.42-0.67; the total training loss falls
 Again with torch 2.13.0 (2026-12-05): seed 0 mAP50 0.584 / mAP50-95 0.459, seed 1 0.667 / 0.500, loss ratio
 0.11-0.13: the bounds below (0.45, +0.3, +0.15, 0.35) hold with room. Cut to 12 epochs (2026-12-05, session 23,
 for the suite's time): seed 0 mAP50 0.667 / mAP50-95 0.583, seed 1 0.521 / 0.489, loss ratio 0.13-0.18; about 42 s
-with one thread, two runs side by side.
+with one thread, two runs side by side. Back to 16 epochs (2026-12-06, session 26): at 12 this dev box's CPU gave
+mAP50 0.333 (on 725e1fb too: a CPU's kernels change the trajectory of so short a run), under the 0.45 bound; at 16 it
+passes there (67 s alone, one thread).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def test_gelan_t_overfits_four_neu_images(tmp_path):
     )
     hyp = Hyp(optimizer="adamw", lr0=0.003, lrf=0.01, schedule="cosine", warmup_epochs=1.0, warmup_min_iters=0,
               nbs=4, ema_decay=0.9, ema_tau=10.0, close_mosaic=0, **no_aug)  # fmt: skip
-    cfg = TrainConfig(data=str(data), model="gelan-t", imgsz=128, epochs=12, batch=4, workers=0,
+    cfg = TrainConfig(data=str(data), model="gelan-t", imgsz=128, epochs=16, batch=4, workers=0,
                       project=str(tmp_path / "runs"), verbose=False, plots=False, hyp=hyp)  # fmt: skip
     before = {}
 
