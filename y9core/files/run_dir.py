@@ -241,7 +241,8 @@ def _holder_text() -> str:
     return f"pid {os.getpid()} on {socket.gethostname()} since {stamp} ({command})\n"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process of this pid exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -363,7 +364,7 @@ class RunLock:
                 pid, host = _recorded(previous)
                 if previous and pid is None:
                     raise foreign_lock(self.path) from None
-                if pid is None or host != socket.gethostname() or _pid_alive(pid):
+                if pid is None or host != socket.gethostname() or pid_alive(pid):
                     raise self._refuse(previous) from None
                 self.path.unlink(missing_ok=True)
                 self._took_over(previous)

@@ -160,15 +160,9 @@ def _clear_stale_parts(folder: Path, name: str) -> None:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from y9core.files.run_dir import pid_alive
+
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def download(
