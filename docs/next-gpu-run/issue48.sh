@@ -37,7 +37,6 @@ echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)
 log "Ultralytics 40 epochs"; versus $W/code vs40-ul ultralytics 40
 # OLD40=1: the code before issue 48 for 40 epochs too (its in-run steady img/s: the 1.3x line; about 4 minutes)
 [ -n "${OLD40:-}" ] && { log "y9 before issue 48, 40 epochs"; versus $W/old vs40-old y9 40; }
-log "the model phase by step"; (cd $W/code && timeout 120 python3 benchmarks/probe_model_to_device.py > $K/probe-model.txt 2>&1); tail -1 $K/probe-model.txt >> $K/summary.txt
 steps $W/old steps-old --batch 32
 steps $W/code steps-new --batch 32
 steps $W/code steps-w12 --batch 32 --workers 12
