@@ -6,17 +6,15 @@ text was printed."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 from fault_cases import PHOTOS, Context, Outcome, judge, photos, trained_run
 
+from tests.deploy.hostile_server import serve
 from tests.reliability.bounded_run import Run
 
 SECRET = "chapter 1 of my thesis, the only copy\n"
@@ -89,50 +87,10 @@ def log_link(command: str):
 
 
 # ------------------------------------------------------------------------------------------------ downloads (57.2)
-class _Hostile(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's name
-        mode, body = self.server.mode, WEIGHTS.read_bytes()
-        self.send_response(200)
-        try:
-            if mode == "endless":  # "endless": 1 GiB at most, so that code without a cap cannot fill the disk
-                self.end_headers()
-                for _ in range(1 << 14):
-                    self.wfile.write(b"\0" * 65536)
-            elif mode == "drip":
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                for b in body:
-                    self.wfile.write(bytes([b]))
-                    self.wfile.flush()
-                    time.sleep(0.5)
-            elif mode == "html":
-                self.end_headers()
-                self.wfile.write(b"<!doctype html><html><body>Sign in</body></html>")
-            else:
-                cut = {"short": len(body) // 2, "cut": len(body) // 2, "long": len(body) // 2}.get(mode, len(body))
-                if mode != "cut":  # "short" announces the whole file and sends half of it
-                    self.send_header("Content-Length", str(len(body) if mode == "short" else cut))
-                self.end_headers()
-                self.wfile.write(body if mode in ("long", "whole") else body[:cut])
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
-
-def _served(mode: str):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-    srv.daemon_threads, srv.mode = True, mode
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
-
-
 def download(mode: str, what: str, words: list[str], *, env: dict[str, str] | None = None, file_size: int | None = None,
              command: str = "predict", planted: bytes | None = None, stale_part: bool = False):  # fmt: skip
     def case(ctx: Context, d: Path) -> Outcome:
-        srv = _served(mode)
+        srv = serve(WEIGHTS.read_bytes(), mode, drip_s=0.5)
         cache = d / "cache"
         cache.mkdir()
         if planted is not None:

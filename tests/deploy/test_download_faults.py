@@ -5,82 +5,24 @@ of a dead process is cleared, a write failure is said as such, and every command
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
 import sys
-import threading
 import time
-from functools import partial
 
 import pytest
 
 import y9
 from tests.conftest import REPO, TEST_DATA, shared_path, y9_output
+from tests.deploy.hostile_server import HTML, serve
 from y9.model_files import restricted_load
 from y9deploy.model_file import download as dl
 from y9deploy.model_file import official_weights as ow
 
-HTML = b"<!doctype html><html><body>Sign in to continue</body></html>\n"
-
-
-class Hostile(http.server.BaseHTTPRequestHandler):
-    """Serves ``/gelan-c.pt`` the way ``self.server.mode`` says."""
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        mode, body = self.server.mode, self.server.body
-        self.server.requests.append(self.path)
-        self.send_response(200)
-        try:
-            if mode == "endless":
-                self.end_headers()
-                while True:
-                    self.wfile.write(b"\0" * 65536)
-            elif mode == "huge":
-                self.send_header("Content-Length", str(10 * dl.MAX_BYTES))
-                self.end_headers()
-                self.wfile.write(b"\0" * 65536)
-            elif mode == "drip":
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                for b in body:
-                    self.wfile.write(bytes([b]))
-                    self.wfile.flush()
-                    time.sleep(0.2)
-            elif mode == "short":  # announces the whole file, sends half of it
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body[: len(body) // 2])
-            elif mode == "cut":  # no Content-Length: the connection's end is the only end
-                self.end_headers()
-                self.wfile.write(body[: len(body) // 2])
-            elif mode == "long":  # more bytes than its Content-Length: the first half announced, the rest after
-                self.send_header("Content-Length", str(len(body) // 2))
-                self.end_headers()
-                self.wfile.write(body)
-            elif mode == "html":
-                self.send_header("Content-Length", str(len(HTML)))
-                self.end_headers()
-                self.wfile.write(HTML)
-            else:
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Hostile))
-    srv.daemon_threads = True
-    srv.mode, srv.requests = "whole", []
-    srv.body = shared_path("fixtures", "official", "gelan-t-converted-official-format.pt").read_bytes()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = serve(shared_path("fixtures", "official", "gelan-t-converted-official-format.pt").read_bytes())
     cache = tmp_path / "cache"
     monkeypatch.setenv(ow.URL_ENV, f"http://127.0.0.1:{srv.server_port}/")
     monkeypatch.setenv(ow.DIR_ENV, str(cache))
@@ -106,7 +48,7 @@ def test_an_endless_body_stops_at_the_size_cap(server, monkeypatch):
     server.mode = "endless"
     said = _refused(server, match=r"the body goes on past 4194304 bytes, the most y9 accepts", seconds=20)
     assert said.startswith("cannot download gelan-c.pt from http://127.0.0.1:")
-    server.mode = "huge"  # announced above the cap: refused before the body is read
+    server.huge_length, server.mode = 10 * dl.MAX_BYTES, "huge"  # announced above the cap: refused before the body is read
     _refused(server, match=r"announces 41943040 bytes, more than the 4194304 bytes y9 accepts", seconds=5)
     server.mode = "endless"
     monkeypatch.setenv(dl.MAX_MB_ENV, "2")  # the documented setting
