@@ -2,13 +2,13 @@
 # the step's levers and 40 epochs of y9 with cudnn_benchmark_limit=1 cuda_graph_warmup=1 val_autotune=false against
 # Ultralytics (docs/benchmarks.md, "Training: speed"). Round two (session 27), in this order, what matters most first
 # (about 25 minutes of device time on one fresh nvidia-h100-x1 or nvidia-h200, start included):
-#   1. y9 for 40 epochs with the defaults on the fresh machine (its first process pays the cold capture), then
-#      Ultralytics, each alone: the versus table's same-machine pair;
-#   2. y9 for 40 epochs with val_autotune=false alone (3.5 s less first validation in round one): the whole-run
+#   1. 4 DeepPCB seeds of the defaults at once (SPLIT_EVERY=4: 750 train, 250 held out), their mean and spread; seed
+#      0's best.pt is kept for issue 55 (a DeepPCB model trained by y9, quantized on the CPU); first, since three
+#      failed starts left 19 of the 30 device minutes (a fresh machine's cold capture: sessions 25 and the issue);
+#   2. y9 for 40 epochs with the defaults, then Ultralytics, each alone: the versus table's same-machine pair;
+#   3. y9 for 40 epochs with val_autotune=false alone (3.5 s less first validation in round one): the whole-run
 #      figure the lever needs before it becomes a default (fp16 is left out: its step, 330 img/s, lay inside the
 #      defaults' two runs on that machine, 316 and 329);
-#   3. 4 DeepPCB seeds of the defaults at once (SPLIT_EVERY=4: 750 train, 250 held out), their mean and spread; seed
-#      0's best.pt is kept for issue 55 (a DeepPCB model trained by y9, quantized on the CPU);
 #   4. Ultralytics' 40 epochs again (its spread on one machine);
 #   5. a torch.compile probe (no CUDA graph), the one step lever not yet measured.
 # Carries .dev (git-ignored in the lead's checkout, which is what a device call sends):
@@ -46,13 +46,7 @@ steps() { # steps TREE NAME [args]: bench_train_gpu's timed steps of yolov9-s at
     > $K/$name.log 2>&1)
   tail -2 $K/$name.log >> $K/summary.txt; cp $W/$name/bench_train.json $K/$name.json 2>/dev/null
 }
-log "1. y9 40 epochs, the defaults, fresh machine; then Ultralytics"
-versus $W/code vs40-y9 y9 40
-echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
-versus $W/code vs40-ul ultralytics 40
-log "2. y9 40 epochs with val_autotune=false"
-versus $W/code vs40-y9-valheur y9 40 --set val_autotune=false
-log "3. accuracy: seeds ${ACC_SEEDS:-0 1 2 3} of the defaults, all at once, 3 workers each"
+log "1. accuracy (on the fresh machine): seeds ${ACC_SEEDS:-0 1 2 3} of the defaults, all at once, 3 workers each"
 export SPLIT_EVERY=4
 SEEDS=${ACC_SEEDS:-0 1 2 3}
 for s in $SEEDS; do job acc-s$s deeppcb yolov9-s $s 3; done
@@ -61,6 +55,12 @@ for d in $W/jobs/acc-*; do n=$(basename $d); cp $d/r/result.json $K/$n.json 2>/d
 # the poll copies it into $OUT on its own (16 MiB a file): `bench_accuracy.py split --every 4` remakes its held-out split
 b=$(find $W/jobs/acc-s0/r -name best.pt | head -1); [ -n "$b" ] && cp $b $W/deeppcb-yolov9-s-seed0-best.pt
 cat $W/times.txt >> $K/summary.txt
+log "2. y9 40 epochs, the defaults; then Ultralytics"
+versus $W/code vs40-y9 y9 40
+echo "driver JIT cache after y9: $(du -sh /root/.nv/ComputeCache 2>&1 | cut -f1)" >> $K/summary.txt
+versus $W/code vs40-ul ultralytics 40
+log "3. y9 40 epochs with val_autotune=false"
+versus $W/code vs40-y9-valheur y9 40 --set val_autotune=false
 log "4. Ultralytics 40 epochs again"; versus $W/code vs40-ul2 ultralytics 40
 log "5. torch.compile probe (no CUDA graph)"
 STEP_TIMEOUT=300 steps $W/code steps-compile --compile
