@@ -12,8 +12,11 @@ on a CUDA backend with torch the torch pipeline (``runtime.gpu_pipeline``), else
 (``timer=``, e.g. ``y9deploy.measure.stage_timer.StageTimer``).
 
 Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs); another thread
-calling it while it is busy gets DetectorBusyError at once, never wrong results (``BusyGuard``, below). Also here:
-``batch_chunks``, a batch split into the runs the backend accepts.
+calling it while it is busy gets DetectorBusyError at once, never wrong results (``BusyGuard``, below).
+
+One frame with the Detector's own options takes its frame plan (``runtime.frame_plan``: what the host pipeline
+decides per batch, decided once per frame size), which the Detector runs itself (``_run_plan``); everything else
+(lists, batches, paths, per-call options, a timer) goes through the pipeline's ``run`` in ``batch_chunks``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from y9deploy.runtime.backends.loading import open_backend
 from y9deploy.runtime.frame_pipeline import build_pipeline
 from y9deploy.runtime.gpu_pipeline import torch_stream_for
 from y9deploy.runtime.image_file import frames_of, read_image  # noqa: F401 - read_image re-exported here
-from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
+from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline, batch_chunks
 
 #: frame sizes whose plans a Detector keeps (a video has one; a folder of photos of many sizes makes new ones)
 MAX_PLANS = 8
@@ -352,23 +355,6 @@ class Detector:
             step()
         xyxy, scores, classes = plan.rows(plan.infer(pre.blob)[plan.output])
         return plan.detections(xyxy, scores, classes)
-
-
-def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
-    """Split ``n`` frames into runs the model accepts.
-
-    Returns:
-        ``[(start, stop, padded_batch), ...]``: frames ``start:stop`` go through one call of batch
-        ``padded_batch`` (>= stop - start: static-batch models are padded up to their minimum).
-    """
-    lo, hi = batch_range
-    if n <= 0:
-        return []
-    out = []
-    for start in range(0, n, hi):
-        stop = min(start + hi, n)
-        out.append((start, stop, max(stop - start, lo)))
-    return out
 
 
 class BusyGuard:
