@@ -3,8 +3,8 @@
 ``Detector.predict(frame)`` of one frame with the Detector's own options runs the plan of the frame's size; a
 list of frames takes the pipeline's ``run`` (``prepare``, ``post.runner``, ``post.host.to_detections``), which
 the parity tests compare with PyTorch and the end-to-end model. Here the two ways meet on the embedded model: frames
-that are resized, padded only, already the input size, thin; per-class thresholds, a class filter, class-agnostic
-NMS, a small ``max_det``. ``frame_pre`` alone is compared with ``prepare`` in float32 and float16.
+that are resized, already the input size, thin; per-class thresholds, a class filter, class-agnostic NMS, a small
+``max_det``. ``frame_pre`` alone is compared with ``prepare`` in float32 and float16.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from tests.deploy.embedded import IMGSZ
 
 def _frames(coco8) -> list[np.ndarray]:
     rng = np.random.default_rng(7)
-    made = [(IMGSZ, IMGSZ), (IMGSZ - 1, IMGSZ + 3), (9, 700)]  # the input size, one pixel of padding, thin
-    return [im.frame for im in coco8[:3]] + [rng.integers(0, 256, (*hw, 3), np.uint8) for hw in made]
+    made = [(IMGSZ, IMGSZ), (9, 700)]  # besides a landscape and a portrait photo: the input size (no resize), thin
+    return [coco8[0].frame, coco8[6].frame] + [rng.integers(0, 256, (*hw, 3), np.uint8) for hw in made]
 
 
 def _same(a, b) -> bool:
@@ -28,14 +28,14 @@ def _same(a, b) -> bool:
     ) and list(a.names) == list(b.names)
 
 
+@pytest.mark.slow  # about ten predictions a case on the CPU
 @pytest.mark.parametrize(
     "options",
     [
         {},
-        {"conf": 0.1, "iou": 0.6, "agnostic": True, "max_det": 3},
-        {"conf": np.linspace(0.05, 0.5, 80), "classes": [0, 2, 5, 7, 45]},
+        {"conf": np.linspace(0.05, 0.4, 80), "classes": [0, 17, 45, 49, 50, 58], "iou": 0.6, "agnostic": True, "max_det": 3},
     ],
-    ids=["defaults", "agnostic-max_det", "per-class-classes"],
+    ids=["defaults", "per-class-classes-agnostic-max_det"],
 )
 def test_a_planned_frame_gives_the_detections_of_the_pipeline_run(embedded_export, coco8, options):
     from y9deploy import Detector
@@ -47,7 +47,7 @@ def test_a_planned_frame_gives_the_detections_of_the_pipeline_run(embedded_expor
         first = [det.predict(f) for f in frames]  # one frame: its plan, built on the first frame of each size
         kept = [(d.xyxy.copy(), d.confidence.copy()) for d in first]
         again = [det.predict(f) for f in frames[:2]]  # the plans kept, reused
-    assert sum(len(d) for d in run) >= 5, "too few detections for the comparison to prove much"
+    assert sum(len(d) for d in run) >= 4, "too few detections for the comparison to prove much"
     for k, (r, a) in enumerate(zip(run, first)):
         assert _same(r, a), f"frame {k} {frames[k].shape}: plan {a} vs run {r}"
     assert all(_same(r, b) for r, b in zip(run, again))
