@@ -3,7 +3,7 @@
 - ``letterbox_params`` / ``letterbox_info``: where a frame goes inside the network input (scale, resized
   size, padding), without touching pixels; ``LetterboxInfo`` holds it for one frame.
 - ``letterbox``: the official letterbox (same arguments, same pixels), by OpenCV.
-- ``scale_boxes`` / ``unletterbox``: boxes in network-input pixels back to frame pixels.
+- ``unmap_factors``, ``scale_boxes`` / ``unletterbox``: boxes in network-input pixels back to frame pixels.
 
 numpy and OpenCV only.
 """
@@ -147,13 +147,25 @@ def letterbox_info(
     )
 
 
-def scale_boxes(boxes: np.ndarray, info: LetterboxInfo, clip: bool = True) -> np.ndarray:
-    """Map xyxy boxes from network-input pixels back to frame pixels.
+def unmap_factors(info: LetterboxInfo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The map of boxes from network-input pixels back to the frame of ``info``, decided once per frame size:
+    ``(offset, scale, limit)``, three ndarray[4] float32 over the columns x1, y1, x2, y2, for
+    ``x_frame = (x - offset) * scale`` clipped to ``[0, limit]`` (``scale_boxes``; the Detector's host frame
+    plan hands them to ``y9core.post.nms.decode_nms_frame``).
 
-    The inverse of the resize really applied: ``x_frame = (x - left) * w / resized_w`` (and the same for y),
-    with ``(left, top) = info.offset``. The official ``scale_boxes`` subtracts the fractional half padding
-    and divides by ``r`` instead; the two differ by less than ``1 / r`` frame pixels (up to half of it from
-    an odd padding, up to half from the rounding of the resized size).
+    The inverse of the resize really applied: ``offset = (left, top) = info.offset``, ``scale = w / resized_w``
+    (and h / resized_h for y), ``limit`` the frame's width and height. The official ``scale_boxes`` subtracts the
+    fractional half padding and divides by ``r`` instead; the two differ by less than ``1 / r`` frame pixels (up
+    to half of it from an odd padding, up to half from the rounding of the resized size).
+    """
+    (h0, w0), (left, top), (rw, rh) = info.in_hw, info.offset, info.resized_wh
+    offset = np.array([left, top, left, top], np.float32)
+    scale = np.array([w0 / rw, h0 / rh] * 2, np.float32)
+    return offset, scale, np.array([w0, h0, w0, h0], np.float32)
+
+
+def scale_boxes(boxes: np.ndarray, info: LetterboxInfo, clip: bool = True) -> np.ndarray:
+    """Map xyxy boxes from network-input pixels back to frame pixels (``unmap_factors``).
 
     Args:
         boxes (ndarray[N, 4+K]): x1, y1, x2, y2 in input pixels in the first four columns; any further
@@ -167,14 +179,12 @@ def scale_boxes(boxes: np.ndarray, info: LetterboxInfo, clip: bool = True) -> np
     if arr.ndim != 2 or arr.shape[1] < 4:
         raise ValueError(f"boxes has shape {arr.shape}; expected (N, 4) or more columns of x1, y1, x2, y2.")
     out = np.array(arr, dtype=np.float32, copy=True)
-    (h0, w0), (left, top) = info.in_hw, info.offset
-    sx = w0 / info.resized_wh[0]
-    sy = h0 / info.resized_wh[1]
-    out[:, [0, 2]] = (out[:, [0, 2]] - left) * sx
-    out[:, [1, 3]] = (out[:, [1, 3]] - top) * sy
+    offset, scale, limit = unmap_factors(info)
+    xyxy = out[:, :4]
+    xyxy -= offset
+    xyxy *= scale
     if clip:
-        out[:, [0, 2]] = out[:, [0, 2]].clip(0, w0)
-        out[:, [1, 3]] = out[:, [1, 3]].clip(0, h0)
+        np.clip(xyxy, 0, limit, out=xyxy)
     return out
 
 

@@ -165,9 +165,10 @@ class Detections:
     def unchecked(
         cls, xyxy: np.ndarray, confidence: np.ndarray, class_id: np.ndarray, names: Any
     ) -> Detections:
-        """The fast path of post-processing (``y9deploy.post.host.batch_to_detections``), whose arrays are already
-        as the class holds them (xyxy float32 [N, 4], confidence float32 [N], class_id int64 [N]) and whose names
-        passed the class's check once per model: nothing is validated or copied. Anything else: the constructor."""
+        """The fast path of post-processing (``y9deploy.post.host.batch_to_detections``, the Detector's frame plans
+        of ``y9deploy.runtime.frame_plan``), whose arrays are already as the class holds them (xyxy float32 [N, 4],
+        confidence float32 [N] in [0, 1], class_id int64 [N]: made by the runtime) and whose names passed the
+        class's check once per model: nothing is validated or copied. Anything else: the constructor."""
         det = object.__new__(cls)
         object.__setattr__(det, "xyxy", xyxy)
         object.__setattr__(det, "confidence", confidence)

@@ -18,7 +18,7 @@ from tests.deploy.embedded import ANCHORS, IMGSZ
 from tests.deploy.runtime_support import export_tiny_onnx
 from y9core.device_spec import parse_device
 from y9deploy.runtime.backends.backend import Backend, parse_metadata
-from y9deploy.runtime.detector import batch_chunks
+from y9deploy.runtime.pipeline import batch_chunks
 
 IMAGES = [TEST_DATA / "000000000036.jpg", TEST_DATA / "000000000042.jpg"]
 

@@ -55,6 +55,8 @@ __all__ = [
     "class_offsets",
     "nms",
     "nms_sorted",
+    "clip_scores",
+    "decode_nms_frame",
     "order_by_score",
     "threshold_below",
 ]
@@ -180,21 +182,30 @@ def class_offsets(boxes: np.ndarray, classes: np.ndarray, offset: float = MAX_WH
     return (np.asarray(classes, boxes.dtype) * boxes.dtype.type(offset))[:, None]
 
 
+def _kept(
+    boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou_thres: float, max_det: int, max_nms: int,
+    agnostic: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """One image's decoded candidates -> the (boxes, scores, classes) greedy NMS keeps, by descending score: the
+    ``max_nms`` best go through NMS per class unless ``agnostic`` (``class_offsets``), at most ``max_det`` kept."""
+    order = order_by_score(scores)[:max_nms]
+    boxes, scores, classes = boxes[order], scores[order], classes[order]
+    shifted = boxes if agnostic else boxes + class_offsets(boxes, classes)
+    keep = nms_sorted(shifted, iou_thres, max_det)
+    return boxes[keep], scores[keep], classes[keep]
+
+
 def nms_rows(
     boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou_thres: float, max_det: int, *, max_nms: int,
     agnostic: bool = False,
 ) -> np.ndarray:  # fmt: skip
     """One image's decoded candidates -> its rows ndarray[K, 6] float32 ``(x1, y1, x2, y2, score, class)`` by
-    descending score: the ``max_nms`` best candidates go through greedy NMS, per class unless ``agnostic``
-    (``class_offsets``), and at most ``max_det`` are kept (the host decode + NMS, ``y9core.post.nms``)."""
-    order = order_by_score(scores)[:max_nms]
-    boxes, scores, classes = boxes[order], scores[order], classes[order]
-    shifted = boxes if agnostic else boxes + class_offsets(boxes, classes)
-    keep = nms_sorted(shifted, iou_thres, max_det)
-    rows = np.empty((len(keep), 6), np.float32)
-    rows[:, :4] = boxes[keep]
-    rows[:, 4] = scores[keep]
-    rows[:, 5] = classes[keep]
+    descending score (``_kept``: the host decode + NMS, ``y9core.post.nms``)."""
+    boxes, scores, classes = _kept(boxes, scores, classes, iou_thres, max_det, max_nms, agnostic)
+    rows = np.empty((len(boxes), 6), np.float32)
+    rows[:, :4] = boxes
+    rows[:, 4] = scores
+    rows[:, 5] = classes
     return rows
 
 
@@ -350,3 +361,35 @@ def decode_nms(
             continue
         out.append(nms_rows(boxes, scores, cls, iou, max_det, max_nms=max_nms, agnostic=agnostic))
     return out
+
+
+def clip_scores(scores: np.ndarray) -> np.ndarray:
+    """The runtime's own scores clipped to [0, 1] in place (a sigmoid in FP16, a fused graph or an accelerator's
+    rounding gives 1 + a few ulps; ``Detections`` still refuses such scores when a user builds them). Returns it."""
+    return np.clip(scores, 0.0, 1.0, out=scores)
+
+
+def decode_nms_frame(
+    pred: np.ndarray, *, thresholds: np.ndarray, iou: float, max_det: int, classes: np.ndarray | None,
+    agnostic: bool, max_nms: int, unmap: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The first image of a raw prediction -> its detections in frame pixels, in one call (the Detector's host
+    frame plan, ``y9deploy.runtime.frame_plan``, whose settings were checked once: ``check_thresholds``,
+    ``check_classes``): ``decode_nms``'s rows, their boxes mapped back by ``unmap`` = (offset, scale, limit)
+    ndarray[4] float32 (``y9core.letterbox.unmap_factors``: ``(x - offset) * scale`` clipped to ``[0, limit]``,
+    as ``scale_boxes`` does), their scores clipped (``clip_scores``).
+
+    Returns:
+        ``(xyxy ndarray[K, 4] float32, scores ndarray[K] float32, classes ndarray[K] int64)`` by descending score.
+    """
+    p = np.asarray(pred[0])
+    if p.dtype != np.float32:
+        p = p.astype(np.float32)
+    boxes, scores, cls = decode(p, thresholds, classes=classes)
+    if len(scores):
+        boxes, scores, cls = _kept(boxes, scores, cls, iou, max_det, max_nms, agnostic)
+    offset, scale, limit = unmap
+    boxes -= offset  # a new array (_kept and decode index): nothing of the caller's is changed
+    boxes *= scale
+    np.clip(boxes, 0, limit, out=boxes)
+    return boxes, clip_scores(scores), cls

@@ -4,6 +4,8 @@
 - ``prepare``: frames -> network blob ``[B, 3, H, W]`` RGB 0..1 plus one ``LetterboxInfo`` per frame, in two
   passes over the pixels (a resize straight into the padded canvas, then one planar conversion).
 - ``letterbox_batch_u8``: frames -> letterboxed uint8 BGR images (the compact form a GPU path uploads).
+- ``frame_pre``: ``prepare`` for the frames of one size, decided once (``FramePre``: OpenCV and numpy calls bound to
+  reused buffers, the padding painted once), for the Detector's host frame plan (``runtime.frame_plan``).
 
 The geometry (``letterbox_info``, ``LetterboxInfo``) is ``y9core.letterbox``'s; its pixels equal
 ``y9core.letterbox.letterbox``. No torch here: a deployment box has numpy and OpenCV.
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -264,3 +267,67 @@ def letterbox_batch_u8(
     for k, (frame, info) in enumerate(zip(frames, infos)):
         _letterbox_into(frame, info, out[k], fill)
     return out, infos
+
+
+# ----------------------------------------------------------------------------------------------------------
+# One frame size, decided once
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FramePre:
+    """``prepare`` for the frames of one size, decided once: ``load(frame)`` then each of ``steps`` leave in
+    ``blob[0]`` what ``prepare`` gives for the frame, bit for bit. Every call is OpenCV or numpy on buffers bound
+    when the plan was built (the padding is painted then, once); ``info`` is the frames' letterbox geometry."""
+
+    info: LetterboxInfo
+    blob: np.ndarray
+    load: Callable[[np.ndarray], object]
+    steps: tuple[Callable[[], object], ...]
+
+
+def frame_pre(
+    frame: np.ndarray,
+    imgsz: Shape,
+    blob: np.ndarray,
+    planes: list[np.ndarray],
+    *,
+    scaleup: bool = True,
+    stride: int = 32,
+    color: int | tuple[int, int, int] = 114,
+) -> FramePre | None:
+    """The ``FramePre`` of frames of ``frame``'s shape (checked as ``prepare`` checks it; ``auto=False``).
+
+    Args:
+        blob (ndarray[B, 3, H, W] float32 or float16, C-contiguous): the input buffer; frames go to ``blob[0]``.
+        planes: three ndarray[H, W] uint8 work buffers (shared by the plans of one pipeline).
+    Returns:
+        the plan, or None where this OpenCV build does not resize into a given buffer (``prepare`` then).
+    """
+    (frame,), (info,) = _checked_infos([frame], imgsz, False, scaleup, stride)
+    (oh, ow), dst = info.out_hw, blob[0]
+    if blob.dtype not in (np.float32, np.float16) or dst.shape != (3, oh, ow) or not blob.flags.c_contiguous:
+        raise ValueError(f"blob has shape {blob.shape} and dtype {blob.dtype}; expected a C-contiguous "
+                         f"[B, 3, {oh}, {ow}] array of float32 or float16.")  # fmt: skip
+    steps: list[Callable[[], object]] = []
+    if frame.shape[:2] == (oh, ow):  # already the input size: no resize, no padding
+        load: Callable[[np.ndarray], object] = functools.partial(cv2.split, mv=planes)
+    else:
+        canvas = np.empty((oh, ow, 3), np.uint8)
+        (rw, rh), (left, top) = info.resized_wh, info.offset
+        _pad_around(canvas, left, top, rw, rh, fill_value(color))
+        roi = canvas[top : top + rh, left : left + rw]
+        if frame.shape[:2] == (rh, rw):
+            load = functools.partial(np.copyto, roi)
+        else:
+            load = functools.partial(cv2.resize, dsize=(rw, rh), dst=roi, interpolation=cv2.INTER_LINEAR)
+            if not np.shares_memory(load(frame), roi):
+                return None
+        steps.append(functools.partial(cv2.split, canvas, planes))
+    if dst.dtype == np.float16:  # as _to_planar
+        bits = dst.view(np.uint16)
+        steps += [functools.partial(cv2.LUT, planes[2 - c], _LUT_F16, dst=bits[c]) for c in range(3)]
+    else:
+        steps += [functools.partial(np.copyto, dst[c], planes[2 - c]) for c in range(3)]
+        steps.append(functools.partial(np.divide, dst, np.float32(255), out=dst))
+    return FramePre(info, blob, load, tuple(steps))

@@ -12,8 +12,11 @@ on a CUDA backend with torch the torch pipeline (``runtime.gpu_pipeline``), else
 (``timer=``, e.g. ``y9deploy.measure.stage_timer.StageTimer``).
 
 Threads: a Detector serves one thread at a time (it reuses its buffers, CUDA stream and graphs); another thread
-calling it while it is busy gets DetectorBusyError at once, never wrong results (``BusyGuard``, below). Also here:
-``batch_chunks``, a batch split into the runs the backend accepts.
+calling it while it is busy gets DetectorBusyError at once, never wrong results (``BusyGuard``, below).
+
+One frame with the Detector's own options takes its frame plan (``runtime.frame_plan``: what the host pipeline
+decides per batch, decided once per frame size), which the Detector runs itself (``_run_plan``); everything else
+(lists, batches, paths, per-call options, a timer) goes through the pipeline's ``run`` in ``batch_chunks``.
 """
 
 from __future__ import annotations
@@ -33,8 +36,12 @@ from y9deploy.post.options import PredictOptions, resolve_options
 from y9deploy.runtime.backends.loading import open_backend
 from y9deploy.runtime.frame_pipeline import build_pipeline
 from y9deploy.runtime.gpu_pipeline import torch_stream_for
-from y9deploy.runtime.image_file import read_image  # re-exported: y9deploy.runtime.detector.read_image
-from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline
+from y9deploy.runtime.image_file import frames_of, read_image  # noqa: F401 - read_image re-exported here
+from y9deploy.runtime.pipeline import NULL_TIMER, Pipeline, batch_chunks
+
+#: frame sizes whose plans a Detector keeps (a video has one; a folder of photos of many sizes makes new ones)
+MAX_PLANS = 8
+MISSING = object()
 
 
 class Detector:
@@ -101,6 +108,7 @@ class Detector:
         self._guard = BusyGuard(str(self.path))
         self._closed = True
         self._pipeline: Any = None
+        self._plans: dict[Any, Any] | None = None  # frame plans by (shape, dtype); None: the pipeline has none
         stream = torch_stream_for(self.path, device)
         self._stream = stream  # kept alive as long as the backend may run on it
         self.backend = open_backend(
@@ -146,6 +154,7 @@ class Detector:
             )
         except ValueError as exc:
             raise ValueError(str(exc).replace("the backend", self.path.name, 1)) from None
+        self._plans = {} if hasattr(self._pipeline, "frame_plan") else None
 
     @property
     def device(self) -> str:
@@ -168,6 +177,7 @@ class Detector:
             )
         with self._guard.enter("pipeline"):
             old, self._pipeline = self._pipeline, new
+            self._plans = {} if hasattr(new, "frame_plan") else None
             if old is not None and old is not new:
                 old.close()
 
@@ -258,7 +268,7 @@ class Detector:
     def _stream_batches(self, batches: Iterator[Any], opts: PredictOptions, timer: Any) -> Iterator[list[Any]]:
         def chunks() -> Iterator[tuple[list[np.ndarray], int, bool]]:
             for batch in batches:
-                frames, _ = self._frames(batch)
+                frames, _ = frames_of(batch)
                 spans = batch_chunks(len(frames), self.backend.batch_range)
                 for j, (start, stop, padded) in enumerate(spans):
                     yield frames[start:stop], padded, j == len(spans) - 1
@@ -290,6 +300,7 @@ class Detector:
     def _close(self) -> None:
         backend, self.backend = getattr(self, "backend", None), None
         pipeline, self._pipeline = getattr(self, "_pipeline", None), None
+        self._plans = None
         self._closed = True
         if pipeline is not None:
             pipeline.close()
@@ -307,61 +318,43 @@ class Detector:
         with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
 
-    def _frames(self, source: Any) -> tuple[list[np.ndarray], bool]:
-        """source -> (frames, single); every frame checked (HxWx3 uint8, non-empty)."""
-        from y9deploy.pre.host import check_frame, check_frames
-
-        if source is None:
-            raise TypeError("predict() got None; expected an HxWx3 uint8 BGR frame, a list of frames, or image paths.")
-        if isinstance(source, (str, Path)):
-            return [read_image(source)], True
-        if isinstance(source, np.ndarray):
-            if source.ndim == 4:
-                return check_frames(source), False
-            return [check_frame(source, 0)], True
-        if isinstance(source, (list, tuple)):
-            if len(source) == 0:
-                raise ValueError(
-                    f"predict() got an empty {type(source).__name__}; expected at least one frame or image path."
-                )
-            frames = [
-                read_image(s) if isinstance(s, (str, Path)) else check_frame(s, i)
-                for i, s in enumerate(source)
-            ]
-            return frames, False
-        raise TypeError(
-            f"predict() got a {type(source).__name__}; expected an HxWx3 uint8 BGR frame (numpy.ndarray), a list "
-            "of frames, or image paths."
-        )
-
     def _predict_unguarded(self, source: Any, overrides: dict[str, Any], timer: Any) -> Any:
         if self.backend is None:
             raise Y9Error(f"this Detector for {self.path} was closed; create a new one.")
+        if self._plans is not None and not overrides and timer is NULL_TIMER and type(source) is np.ndarray:
+            plan = self._plans.get((source.shape, source.dtype), MISSING) if source.ndim == 3 else None
+            if plan is MISSING or (plan is not None and plan.opts is not self.defaults):
+                plan = self._plan_for(source)
+            if plan is not None:
+                return self._run_plan(plan, source)
         opts = self.defaults  # checked once, in _setup
         if overrides:
             opts = resolve_options(self.defaults, overrides, nc=len(self.names), end2end=self.end2end)
-        frames, single = self._frames(source)
+        frames, single = frames_of(source)
         results: list[Any] = []
         for start, stop, padded in batch_chunks(len(frames), self.backend.batch_range):
             results += self._pipeline.run(frames[start:stop], padded, opts, timer)
         return results[0] if single else results
 
+    def _plan_for(self, frame: np.ndarray) -> Any:
+        """The pipeline's frame plan for frames of this shape under the defaults (``runtime.frame_plan``; the frame
+        is checked there), kept for the next frames (at most ``MAX_PLANS`` sizes); None: the pipeline's ``run``."""
+        plan = self._pipeline.frame_plan(frame, self.defaults)
+        if len(self._plans) >= MAX_PLANS:
+            self._plans.clear()
+        self._plans[(frame.shape, frame.dtype)] = plan
+        return plan
 
-def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
-    """Split ``n`` frames into runs the model accepts.
-
-    Returns:
-        ``[(start, stop, padded_batch), ...]``: frames ``start:stop`` go through one call of batch
-        ``padded_batch`` (>= stop - start: static-batch models are padded up to their minimum).
-    """
-    lo, hi = batch_range
-    if n <= 0:
-        return []
-    out = []
-    for start in range(0, n, hi):
-        stop = min(start + hi, n)
-        out.append((start, stop, max(stop - start, lo)))
-    return out
+    @staticmethod
+    def _run_plan(plan: Any, frame: np.ndarray) -> Any:
+        """One frame along its plan (``runtime.frame_plan.FramePlan``): the letterbox steps, then one call each
+        into the backend, the decode + NMS and ``Detections``."""
+        pre = plan.pre
+        pre.load(frame)
+        for step in pre.steps:
+            step()
+        xyxy, scores, classes = plan.rows(plan.infer(pre.blob)[plan.output])
+        return plan.detections(xyxy, scores, classes)
 
 
 class BusyGuard:

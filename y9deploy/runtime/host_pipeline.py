@@ -42,6 +42,7 @@ class HostPipeline:
         self.post_runner = PostRunner(nc=len(self.names), names=self.names, end2end=bool(backend.end2end),
                                       option=postprocess, graphs=False)  # fmt: skip
         self.blob: np.ndarray | None = None  # the reused input buffer
+        self._frame_buffers: tuple[np.ndarray, list[np.ndarray]] | None = None  # the frame plans' blob and planes
 
     @property
     def post(self) -> Any:
@@ -49,7 +50,7 @@ class HostPipeline:
         return self.post_runner.impl
 
     def close(self) -> None:
-        self.blob = None
+        self.blob = self._frame_buffers = None
         self.post_runner.close()
 
     def input_buffer(self, padded: int) -> np.ndarray:
@@ -59,6 +60,22 @@ class HostPipeline:
         if self.blob is None or self.blob.shape[0] < padded or self.blob.dtype != dt:
             self.blob = np.zeros((padded, 3, h, w), dt)
         return self.blob[:padded]
+
+    def frame_buffers(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The input blob [padded, 3, H, W] and three uint8 planes [H, W] that every frame plan of this pipeline
+        fills (one frame at a time: a Detector serves one thread); made once."""
+        if self._frame_buffers is None:
+            (h, w), padded = self.spec.imgsz, max(1, int(self.backend.batch_range[0]))
+            planes = [np.empty((h, w), np.uint8) for _ in range(3)]
+            self._frame_buffers = (np.zeros((padded, 3, h, w), self.backend.input_dtype), planes)
+        return self._frame_buffers
+
+    def frame_plan(self, frame: np.ndarray, opts: Any) -> Any:
+        """The way of the frames of ``frame``'s shape under ``opts``, decided once (``runtime.frame_plan``); None
+        where only ``run`` can take them."""
+        from y9deploy.runtime.frame_plan import build_frame_plan
+
+        return build_frame_plan(self, frame, opts)
 
     def run(self, frames: list[np.ndarray], padded: int, opts: Any, timer: Any = NULL_TIMER) -> list[Any]:
         from y9deploy.pre.host import prepare

@@ -4,7 +4,7 @@ A pipeline runs a batch (``run``) or a stream of batches (``run_stream``) of che
 backend and returns Detections; ``kind``, ``pre`` and ``post`` name it and the implementations it uses
 (``runtime.frame_pipeline.choose_pipeline``, ``y9core.post.choice.choose_post``). A stage timer is any object with ``mark(stage)``: the pipeline calls ``mark("start")``, then
 ``mark("pre")``, ``mark("infer")`` and ``mark("post")`` at each stage's end (``y9deploy.measure.stage_timer.StageTimer``
-records them; ``NULL_TIMER`` does nothing).
+records them; ``NULL_TIMER`` does nothing). ``batch_chunks``: a batch split into the runs a backend accepts.
 """
 
 from __future__ import annotations
@@ -61,3 +61,20 @@ class Pipeline(Protocol):
     def close(self) -> None:
         """Free buffers and threads; idempotent."""
         ...
+
+
+def batch_chunks(n: int, batch_range: tuple[int, int]) -> list[tuple[int, int, int]]:
+    """Split ``n`` frames into runs the model accepts.
+
+    Returns:
+        ``[(start, stop, padded_batch), ...]``: frames ``start:stop`` go through one call of batch
+        ``padded_batch`` (>= stop - start: static-batch models are padded up to their minimum).
+    """
+    lo, hi = batch_range
+    if n <= 0:
+        return []
+    out = []
+    for start in range(0, n, hi):
+        stop = min(start + hi, n)
+        out.append((start, stop, max(stop - start, lo)))
+    return out

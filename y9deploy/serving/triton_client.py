@@ -21,7 +21,7 @@ from y9core.errors import BackendUnavailableError, ServingError
 from y9core.model_facts import ModelFacts
 from y9deploy.post.options import PredictOptions, resolve_options
 from y9deploy.runtime.backends.backend import parse_metadata
-from y9deploy.runtime.detector import batch_chunks
+from y9deploy.runtime.pipeline import batch_chunks
 from y9deploy.serving.triton_repo import METADATA_KEY, metadata_props
 
 PROTOCOLS = ("http", "grpc")
