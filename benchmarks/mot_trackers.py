@@ -31,19 +31,13 @@ import numpy as np
 MATCHED = dict(new_track=0.35, high=0.25, iou=0.2, lost_s=1.0, confirm_frames=2)
 # The ablation (issue 53): y9's default tracker with one rule off, by the module constants of
 # ``y9deploy.tracking.bytetrack`` set for the run (every y9 row sets them all: the others' defaults otherwise).
-_SHADOWS_OFF = {"SHADOW_IOU": 2.0, "SAME_BOX_IOU": 2.0}  # nothing is a duplicate: no shadow track
 RULES_OFF = {
-    "y9 -shadow tracks": _SHADOWS_OFF,
-    "y9 -SHADOW_BIAS": {"SHADOW_BIAS": 0.0},
-    "y9 -FRESH_IOU": {"FRESH_IOU": 2.0},
-    "y9 -DUP_BIAS": {"DUP_BIAS": 0.0},
     "y9 -LOST_RATE": {"LOST_RATE": 0.0},
     "y9 -SCORE_FLOOR": {"SCORE_FLOOR": 0.0},
     "y9 LOST_RATE on every lost track": {"YOUNG_FRAMES": float("inf")},
-    "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0, "LOST_RATE": 0.0},
 }
 # Rows whose line counting confirms a crossing on this many sightings instead of CountLine's default.
-SIGHTINGS = {"y9 -two sightings": 1, "y9 -issue-45 rules": 1}
+SIGHTINGS = {"y9 -two sightings": 1}
 _DEFAULTS: dict[str, float] = {}
 
 
@@ -51,9 +45,7 @@ def _set_rules(changes: dict[str, float]) -> None:
     from y9deploy.tracking import bytetrack
 
     if not _DEFAULTS:
-        _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("SHADOW_IOU", "SAME_BOX_IOU", "SHADOW_BIAS",
-                                                             "FRESH_IOU", "DUP_BIAS", "LOST_RATE",
-                                                             "YOUNG_FRAMES", "SCORE_FLOOR")})  # fmt: skip
+        _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("LOST_RATE", "YOUNG_FRAMES", "SCORE_FLOOR")})
     for k, v in {**_DEFAULTS, **changes}.items():
         setattr(bytetrack, k, v)
 
