@@ -1,91 +1,53 @@
-"""Issue 53's third held-out set of noise families (``mot_families.HELD_OUT``, round 3): four kinds of detector error
-of another structure than the nine of ``mot_families`` and ``mot_families_new``, written down (with their parameter
-ranges and seeds 300-302) before any rule of round 3 was tried, and run once on its result. Pure numpy, no tracker
-imported.
+"""Issue 53's third held-out set (``mot_families.HELD_OUT``): four kinds of detector error unlike the nine of
+``mot_families`` and ``mot_families_new``, committed with their ranges and seeds 300-302 before any change of round 3,
+run once on its result. Pure numpy. Base: a score per object in [0.5, 0.95], noise sd 0.05, edge jitter sd 0.01.
 
-Each starts from a mild base (a base score per object drawn in [0.5, 0.95], score noise sd 0.05 a frame, edge
-jitter sd 0.01 of the box size) and adds its own error:
-
-- ``drone``: a moving camera far away. Every frame the image is a similarity of the scene (scale ``zoom`` times a
-  zoom factor that walks by ``zoom_sd`` a frame within [0.8, 1.25], about the image centre, plus a translation that
-  pans ``pan`` px a frame in a direction drawn per sequence and jumps by ``jump_px`` px in a random direction with
-  probability ``jump`` a frame): small boxes, apparent motion of everyone at once. Edges get an absolute jitter of
-  sd ``px`` pixels as well; people are missed with probability ``miss``. The tracker sees the image coordinates;
-  its boxes are mapped back by the inverse of that frame's similarity before scoring (a similarity keeps IoU, so
-  this equals scoring against the moved ground truth; counting happens in scene coordinates).
-- ``merge``: two people who overlap (IoU of their true boxes above ``iou``) are seen, in episodes (one starts with
-  probability ``p`` a frame while they overlap and goes on while they do, ending with probability ``end`` a frame),
-  as one box: the union of the two, scored the higher of their scores; neither is seen apart during it.
-- ``convention``: a detector that alternates between two box conventions: in a "tight" frame every box is shrunk
-  to ``tight`` of its width and height about its centre, in a "loose" one grown to ``loose`` of its width and
-  ``loose`` ** 1.5 of its height about its bottom centre; the convention switches with probability ``flip`` a
-  frame, and each box follows the other convention with probability ``mix``.
-- ``crossghost``: false positives that swap identities at crossings: when two people's boxes intersect, with
-  probability ``p`` a frame one of them (drawn) leaves a ghost that goes on from his box with his velocity of the
-  last frames for 2 to ``life`` frames, scored 0.6-1.0 times his score, while he is missed with probability
-  ``miss`` a frame during it (hidden by the other). The ghost keeps his box's size and moves with its centre (the
-  first version extrapolated each corner and could invert a box: the held-out run stopped on it, in y9's input
-  check, before any held-out figure was printed).
+- ``drone``: the image is a similarity of the scene per frame (scale ``zoom`` times a factor walking by ``zoom_sd``
+  within [0.8, 1.25] about the centre; a pan of ``pan`` px a frame; jumps of ``jump_px`` px with probability
+  ``jump``): small boxes, everyone moving at once; absolute edge jitter sd ``px`` px; misses ``miss``. The tracker's
+  boxes are mapped back by the inverse similarity before scoring (IoU is kept; counting in scene coordinates).
+- ``merge``: two people overlapping by IoU > ``iou`` are seen, in episodes (start ``p`` a frame while they overlap,
+  end ``end``), as one union box scored the higher of the two; neither is seen apart meanwhile.
+- ``convention``: every box "tight" (``tight`` of its size about its centre) or "loose" (``loose`` of its width,
+  ``loose`` ** 1.5 of its height, about its bottom centre); the convention flips with probability ``flip`` a frame,
+  each box takes the other with probability ``mix``.
+- ``crossghost``: when two boxes intersect, with probability ``p`` a frame one person leaves a ghost that goes on
+  with his centre's velocity of the last frames (keeping his size) for 2 to ``life`` frames, scored 0.6-1.0 of his
+  score, while he is missed with probability ``miss`` (fixed in eca09b8: extrapolating each corner could invert a
+  box; the run stopped on it in y9's input check before any held-out figure).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from mot_families_new import _base, _frame
 from mot_noise import Sequence
+from mot_scoring import iou_matrix as _iou
 
 Frames = list[tuple[np.ndarray, np.ndarray]]
 
 RANGES_R3: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
-    "drone": {
-        "low": {"zoom": (0.55, 0.75), "zoom_sd": (0.0, 0.003), "pan": (0.0, 1.0), "jump": (0.005, 0.015),
-                "jump_px": (4, 10), "px": (0.3, 0.8), "miss": (0.0, 0.03)},
-        "medium": {"zoom": (0.4, 0.6), "zoom_sd": (0.002, 0.006), "pan": (0.5, 2.0), "jump": (0.015, 0.03),
-                   "jump_px": (8, 18), "px": (0.6, 1.2), "miss": (0.02, 0.06)},
-        "high": {"zoom": (0.3, 0.45), "zoom_sd": (0.004, 0.01), "pan": (1.0, 3.0), "jump": (0.03, 0.06),
-                 "jump_px": (12, 25), "px": (0.8, 1.6), "miss": (0.04, 0.1)},
-    },
-    "merge": {
-        "low": {"iou": (0.3, 0.45), "p": (0.1, 0.3), "end": (0.1, 0.3)},
-        "medium": {"iou": (0.15, 0.3), "p": (0.3, 0.6), "end": (0.05, 0.15)},
-        "high": {"iou": (0.05, 0.15), "p": (0.6, 0.9), "end": (0.0, 0.05)},
-    },
-    "convention": {
-        "low": {"tight": (0.9, 0.95), "loose": (1.05, 1.1), "flip": (0.05, 0.15), "mix": (0.0, 0.05)},
-        "medium": {"tight": (0.84, 0.9), "loose": (1.1, 1.18), "flip": (0.15, 0.35), "mix": (0.05, 0.15)},
-        "high": {"tight": (0.75, 0.84), "loose": (1.18, 1.3), "flip": (0.35, 0.6), "mix": (0.1, 0.25)},
-    },
-    "crossghost": {
-        "low": {"p": (0.02, 0.06), "life": (2, 4), "miss": (0.1, 0.3)},
-        "medium": {"p": (0.06, 0.15), "life": (3, 7), "miss": (0.3, 0.5)},
-        "high": {"p": (0.15, 0.3), "life": (5, 12), "miss": (0.5, 0.8)},
-    },
-}
-
-
-def _base(seq: Sequence, rng: np.random.Generator) -> dict[int, float]:
-    ids = np.unique(np.concatenate([i for i, _ in seq.frames])).tolist()
-    return {i: float(rng.uniform(0.5, 0.95)) for i in ids}
+    "drone": {"low": {"zoom": (0.55, 0.75), "zoom_sd": (0.0, 0.003), "pan": (0.0, 1.0), "jump": (0.005, 0.015),
+                      "jump_px": (4, 10), "px": (0.3, 0.8), "miss": (0.0, 0.03)},
+              "medium": {"zoom": (0.4, 0.6), "zoom_sd": (0.002, 0.006), "pan": (0.5, 2.0), "jump": (0.015, 0.03),
+                         "jump_px": (8, 18), "px": (0.6, 1.2), "miss": (0.02, 0.06)},
+              "high": {"zoom": (0.3, 0.45), "zoom_sd": (0.004, 0.01), "pan": (1.0, 3.0), "jump": (0.03, 0.06),
+                       "jump_px": (12, 25), "px": (0.8, 1.6), "miss": (0.04, 0.1)}},
+    "merge": {"low": {"iou": (0.3, 0.45), "p": (0.1, 0.3), "end": (0.1, 0.3)},
+              "medium": {"iou": (0.15, 0.3), "p": (0.3, 0.6), "end": (0.05, 0.15)},
+              "high": {"iou": (0.05, 0.15), "p": (0.6, 0.9), "end": (0.0, 0.05)}},
+    "convention": {"low": {"tight": (0.9, 0.95), "loose": (1.05, 1.1), "flip": (0.05, 0.15), "mix": (0.0, 0.05)},
+                   "medium": {"tight": (0.84, 0.9), "loose": (1.1, 1.18), "flip": (0.15, 0.35), "mix": (0.05, 0.15)},
+                   "high": {"tight": (0.75, 0.84), "loose": (1.18, 1.3), "flip": (0.35, 0.6), "mix": (0.1, 0.25)}},
+    "crossghost": {"low": {"p": (0.02, 0.06), "life": (2, 4), "miss": (0.1, 0.3)},
+                   "medium": {"p": (0.06, 0.15), "life": (3, 7), "miss": (0.3, 0.5)},
+                   "high": {"p": (0.15, 0.3), "life": (5, 12), "miss": (0.5, 0.8)}},
+}  # fmt: skip
 
 
 def _jit(box: np.ndarray, rng: np.random.Generator, sd: float = 0.01, px: float = 0.0) -> np.ndarray:
     w, h = box[2] - box[0], box[3] - box[1]
     return box + rng.normal(0, sd, 4) * np.array([w, h, w, h]) + rng.normal(0, 1, 4) * px
-
-
-def _frame(boxes: list, scores: list, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    b = np.reshape(np.array(boxes, np.float64), (-1, 4))
-    if not ((b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])).all():
-        raise AssertionError("a noise family made an inverted box")
-    s = np.clip(np.array(scores, np.float64), 0.05, 0.99)
-    order = rng.permutation(len(b))
-    return b[order].astype(np.float32), s[order].astype(np.float32)
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    lt, rb = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.clip(rb - lt, 0, None).prod(2)
-    area = lambda x: (x[:, 2] - x[:, 0]) * (x[:, 3] - x[:, 1])  # noqa: E731
-    return inter / np.maximum(area(a)[:, None] + area(b)[None] - inter, 1e-9)
 
 
 def warp_box(box: np.ndarray, w: np.ndarray, centre: np.ndarray, inverse: bool = False) -> np.ndarray:
@@ -197,14 +159,11 @@ def crossghost(seq: Sequence, p: dict, rng: np.random.Generator) -> Frames:
             if not (left and rng.random() < p["miss"]):
                 boxes.append(_jit(xyxy[j], rng))
                 scores.append(base[i] + rng.normal(0, 0.05))
-        kept = []
         for g in ghosts:
             boxes.append(_jit(g[0], rng, 0.02))
             scores.append(g[3] + rng.normal(0, 0.05))
             g[0], g[2] = g[0] + g[1], g[2] - 1
-            if g[2] > 0:
-                kept.append(g)
-        ghosts = kept
+        ghosts = [g for g in ghosts if g[2] > 0]
         for j, i in enumerate(idl):  # velocity over the last up-to-3 frames: keep the box of 3 frames ago
             prev = last.get(i)
             last[i] = (xyxy[j], 1) if prev is None or prev[1] >= 3 else (prev[0], prev[1] + 1)

@@ -1,11 +1,7 @@
-"""The per-family table of the MOT benchmark (``bench_mot.py --families``, issue 53): each tracker over every noise
-family of ``mot_families`` at each level, the tuning set (families and seeds rules are chosen on) and the held-out
-set (never used to choose) scored and printed apart.
-
-Per tracker, family and level (means over seeds; figures summed over the two sequences first): MOTA, IDF1, ID
-switches (motmetrics, IoU >= 0.5), count error |line in - truth| + |line out - truth| + |zone visits - truth|
-(y9's ``Counting``, the truth the same counter on the ground-truth tracks); ms a frame: median ``update`` at 100
-detections (``mot_noise.crowd_scene``), one thread, one figure per tracker.
+"""The per-family table of ``bench_mot.py --families`` (issue 53): each tracker over every family of ``mot_families``
+at each level, tuning and held-out sets apart: MOTA, IDF1, ID switches (motmetrics, IoU >= 0.5), count error (line
+in, out and zone visits against the same counter on the ground truth), means over seeds of the sums over the two
+sequences; ms a frame: median ``update`` at 100 detections (``mot_noise.crowd_scene``), one thread.
 """
 
 from __future__ import annotations
@@ -26,15 +22,9 @@ REFERENCES = ("trackers ByteTrack", "trackers ByteTrack matched", SV030)
 def cases_of(split: dict, seqs: dict, n_seeds: int | None = None) -> tuple[dict, dict]:
     """(family, level, seed, sequence) -> detections, over a split's families and each one's seeds (the first
     ``n_seeds`` of them); and the same key -> the camera's per-frame similarities where the camera moves."""
-    cases, warps = {}, {}
-    for f in split["families"]:
-        for lv in FAMILY_LEVELS:
-            for s in split_seeds(split, f)[:n_seeds]:
-                for n, seq in seqs.items():
-                    cases[(f, lv, s, n)], params = family_detections(seq, f, lv, s)
-                    if "warp" in params:
-                        warps[(f, lv, s, n)] = params["warp"]
-    return cases, warps
+    made = {(f, lv, s, n): family_detections(seq, f, lv, s) for f in split["families"] for lv in FAMILY_LEVELS
+            for s in split_seeds(split, f)[:n_seeds] for n, seq in seqs.items()}  # fmt: skip
+    return {k: v[0] for k, v in made.items()}, {k: v[1]["warp"] for k, v in made.items() if "warp" in v[1]}
 
 
 def score(outputs: dict, seqs: dict, truth: dict, sightings: int | None) -> dict:
@@ -99,11 +89,9 @@ def print_table(title: str, table: dict, families: tuple[str, ...]) -> None:
 
 def main_families(args, seqs: dict, truth: dict) -> dict:
     """``bench_mot.py --families``: the tuning and held-out tables -> {split: table} (also printed)."""
-    names = args.trackers.split(",") if args.trackers else [*DEFAULT_ROWS, SV030]
-    out = {}
-    splits = {"tuning": TUNING, "held-out": HELD_OUT}
+    names, out = args.trackers.split(",") if args.trackers else [*DEFAULT_ROWS, SV030], {}
     for split in args.split.split(","):
-        sp = splits[split]
+        sp = {"tuning": TUNING, "held-out": HELD_OUT}[split]
         used = {f: list(split_seeds(sp, f)[: args.seeds]) for f in sp["families"]}
         cases, warps = cases_of(sp, seqs, args.seeds)
         table = run_rows(names, cases, seqs, truth, args.sv030_python, args.timing_frames, warps)
