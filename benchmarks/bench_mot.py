@@ -1,33 +1,16 @@
-"""Tracking and counting measured on public MOT ground truth: y9's trackers against the maintained ones (issue 45).
+"""Tracking and counting measured on public MOT ground truth: y9's trackers against the maintained ones (issues 45, 53).
 
-    /work/bench-venv/bin/python benchmarks/bench_mot.py --sv030-python .venv/bin/python [--seeds 3] [--json out.json]
-
-(run from the repository root with it on PYTHONPATH). The environment it runs in needs ``motmetrics``,
-``trackeval`` and ``trackers`` (which brings supervision 0.31 and the non-headless ``opencv-python``: never in the
-project's venv, which holds the headless one; a venv of its own). supervision 0.30's ByteTrack runs in the
-interpreter ``--sv030-python`` names (the project's venv holds it; left out, that row is skipped).
-
-What it does (modules beside it):
-- ``mot_noise``: the TUD-Campus and TUD-Stadtmitte ground truth of the motmetrics wheel, turned into detections by
-  a documented noise model (misses, jitter, duplicates at IoU 0.3-0.6 with lower scores, false positives, score
-  noise) at the levels none / low / medium / high, for each seed;
-- ``mot_trackers``: each tracker (y9's through ``make_tracker``; ``trackers``' ByteTrack / BoT-SORT / OC-SORT with
-  their defaults and with y9's thresholds; supervision 0.30's ByteTrack) run over the same detections;
-- ``mot_scoring``: MOTA, IDF1 and ID switches (motmetrics, IoU >= 0.5, summed over the two sequences), HOTA
-  (trackeval), and the count error: |line in - truth| + |line out - truth| + |zone visits - truth| summed over the
-  two sequences, where the truth is the same counter run on the ground-truth tracks;
-- the time per frame: median ms of ``update`` at 100 detections a frame (``mot_noise.crowd_scene``, 300 frames, the
-  first 20 left out), one thread.
-Every figure is the mean over the seeds.
-
-    /tmp/bench53-venv/bin/python benchmarks/bench_mot.py --families --sv030-python .venv/bin/python [--seeds 3]
+    PYTHONPATH=. VENV/bin/python benchmarks/bench_mot.py --sv030-python .venv/bin/python [--seeds 3] [--json out.json]
+    PYTHONPATH=. VENV/bin/python benchmarks/bench_mot.py --families --sv030-python .venv/bin/python [--seeds 3]
         [--split tuning,held-out] [--trackers NAMES] [--json out.json]
 
-prints issue 53's tables instead (``mot_family_table``): y9's default tracker, ``trackers``' ByteTrack (its own
-defaults and matched) and supervision 0.30's ByteTrack over the noise families of ``mot_families`` (several kinds
-of detector error, parameters drawn per sequence), per family and level: MOTA, IDF1, ID switches, count error, ms
-a frame; the tuning set and the held-out set apart (``--seeds N``: each split's first N seeds). ``--trackers`` may
-name the ablation rows of ``mot_trackers.RULES_OFF`` and ``SIGHTINGS`` (y9 with one rule off).
+VENV: a venv of its own with ``motmetrics``, ``trackeval`` and ``trackers`` (which brings supervision 0.31 and the
+non-headless OpenCV); supervision 0.30's ByteTrack runs in ``--sv030-python`` (left out, that row is skipped).
+Issue 45's table: ``mot_noise``'s detections (TUD-Campus and TUD-Stadtmitte ground truth, levels none to high) for
+every tracker of ``mot_trackers``; MOTA, IDF1, ID switches (``mot_scoring``: motmetrics, IoU >= 0.5), HOTA
+(trackeval), line and zone count errors, ms a frame (median ``update`` at 100 detections, one thread); means over
+seeds. ``--families``: issue 53's per-family tables (``mot_family_table``), tuning and held-out sets apart
+(``--seeds N``: each split's first N seeds); ``--trackers`` may name ``mot_trackers.RULES_OFF`` / ``SIGHTINGS`` rows.
 """
 
 from __future__ import annotations

@@ -2,35 +2,23 @@
 of different structure, each at three levels, with each family's parameters drawn per sequence and seed from
 ranges (so that a rule cannot fit one setting). Pure numpy, no tracker imported.
 
-Every family starts from the ground truth with the same mild base (each object a base score drawn once in
-[0.5, 0.95], a normal score draw of sd 0.05 a frame, edge jitter of sd 0.01 of the box size) and adds its own error:
+Base of every family: a score per object in [0.5, 0.95], score noise sd 0.05 a frame, edge jitter sd 0.01 of the size.
 
-- ``occlusion``: misses correlated in time and with neighbours. A person is hidden in runs (a run starts with
-  probability ``p_start`` a frame, lasts a geometric number of frames of mean ``run``); a person whose box is
-  covered by more than 30% by a box lower in the image (nearer the camera) is hidden with probability ``q`` a
-  frame, staying hidden with probability 0.8 while covered, and seen at a score times 0.5-0.8 otherwise.
-- ``duplicates``: a second box offset by part of the box (a same-size box shifted by ``shift`` of its width or
-  height, or a part box: the upper 50-75% of it) scored near the true box (``ratio`` 0.85-1.05 times its score), in
-  runs (on in a fraction ``frac`` of the frames, going on with probability ``keep``); the true box is missed with
-  probability ``miss`` a frame while its duplicate is still seen.
-- ``clutter``: false positives that persist a few frames near people: each person spawns one with probability
-  ``rate`` a frame, beside it (0.5-1.5 widths to a side, 0.7-1.2 of its size), following it or standing still,
-  scored 0.3-0.8 (noise 0.05), living 2 to ``life`` frames.
-- ``shaky``: jitter that grows as boxes shrink (edge sd ``jit`` times the box size times the sequence's median
-  height over the box's height, correlated frame to frame by ``rho``) and dropped frames (no detection at all,
-  as a detector on a blurred or lost frame: runs of 1 to ``drop_len`` frames starting with probability ``drop``).
-- ``lowscore``: low-score true detections: a fraction ``low_frac`` of the people score 0.15-0.45 (around the
-  thresholds that match and start tracks) instead of 0.5-0.95, every score dips to 0.3-0.6 of itself in runs
-  (start ``dip`` a frame, 3-10 frames), score noise sd ``sd``; misses with probability ``miss``.
-- ``iid``: issue 45's model (``mot_noise``): independent misses, jitter, score noise, persistent duplicates at IoU
-  0.3-0.6 with lower scores, false positives anywhere; its levels are fixed (low, medium, high), not drawn.
+- ``occlusion``: hidden in runs (start ``p_start``, mean length ``run``); a person covered > 30% by a box lower in the
+  image hidden with probability ``q`` (staying hidden at 0.8 while covered), else scored 0.5-0.8 of his score.
+- ``duplicates``: a second box (same size shifted by ``shift`` of the width or height, or the top 50-75%) at
+  0.85-1.05 of the score, in runs (on ``frac`` of the frames, going on with ``keep``); the true box missed (``miss``).
+- ``clutter``: each person spawns (``rate`` a frame) a false positive 0.5-1.5 widths aside, 0.7-1.2 of his size,
+  following him or still, scored 0.3-0.8, living 2 to ``life`` frames.
+- ``shaky``: edge jitter sd ``jit`` x size x median height / height, correlated by ``rho``; dropped frames (runs of
+  1 to ``drop_len`` starting with ``drop``).
+- ``lowscore``: ``low_frac`` of the people score 0.15-0.45; scores dip to 0.3-0.6 in runs (start ``dip``, 3-10
+  frames); noise sd ``sd``; misses ``miss``.
+- ``iid``: issue 45's ``mot_noise`` (independent misses, jitter, duplicates, false positives), fixed levels.
 
-The split (``bench_mot.py --families`` reports each set apart): ``TUNING`` families and seeds are the only ones rules
-and constants are chosen on; ``HELD_OUT`` families and seeds are never used to choose. First round of issue 53:
-tuning iid, occlusion, duplicates (seeds 0-2), held-out clutter, shaky, lowscore (seeds 100-102); these were looked
-at before that round's last rule, so they joined the tuning set in the second round (each family on its own seeds).
-The second round's held-out set is ``mot_families_new``'s three families on seeds 200-202, written down before any
-rule of that round was chosen.
+The split (reported apart): rules and constants are chosen on ``TUNING`` only, never on ``HELD_OUT``. Each round's
+held-out set was committed before its changes, run once at its end, then joined the tuning set: round 1's (clutter,
+shaky, lowscore; seeds 100-102), round 2's (``mot_families_new``; 200-202); round 3's is ``mot_families_r3``'s (300-302).
 """
 
 from __future__ import annotations
@@ -39,44 +27,36 @@ from collections.abc import Callable
 
 import numpy as np
 from mot_families_new import FAMILIES_NEW, RANGES_NEW
+from mot_families_r3 import FAMILIES_R3, RANGES_R3, warp_box
 from mot_noise import LEVELS as IID_LEVELS
 from mot_noise import Sequence, apply_offset, make_detections
 
 FAMILY_LEVELS = ("low", "medium", "high")
-# seeds: one tuple for every family, or family -> its seeds.
-TUNING = {"families": ("iid", "occlusion", "duplicates", "clutter", "shaky", "lowscore"),
+# seeds: one tuple for every family, or family -> its seeds (seen since: 0-2 round 1, 100-102 and 200-202 the end
+# of rounds 1 and 2; HELD_OUT unseen before the end of round 3).
+TUNING = {"families": ("iid", "occlusion", "duplicates", "clutter", "shaky", "lowscore", "fragments", "sizelag", "blackout"),
           "seeds": {"iid": (0, 1, 2), "occlusion": (0, 1, 2), "duplicates": (0, 1, 2),
-                    "clutter": (100, 101, 102), "shaky": (100, 101, 102), "lowscore": (100, 101, 102)}}  # fmt: skip
-HELD_OUT = {"families": ("fragments", "sizelag", "blackout"), "seeds": (200, 201, 202)}
+                    "clutter": (100, 101, 102), "shaky": (100, 101, 102), "lowscore": (100, 101, 102),
+                    "fragments": (200, 201, 202), "sizelag": (200, 201, 202), "blackout": (200, 201, 202)}}  # fmt: skip
+HELD_OUT = {"families": ("drone", "merge", "convention", "crossghost"), "seeds": (300, 301, 302)}
 
 # Per family and level: parameter -> (low, high) of the uniform draw made once per sequence and seed.
 RANGES: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
-    "occlusion": {
-        "low": {"p_start": (0.005, 0.015), "run": (3, 6), "q": (0.1, 0.3)},
-        "medium": {"p_start": (0.015, 0.035), "run": (4, 10), "q": (0.3, 0.6)},
-        "high": {"p_start": (0.03, 0.06), "run": (6, 15), "q": (0.5, 0.9)},
-    },
-    "duplicates": {
-        "low": {"frac": (0.03, 0.08), "keep": (0.7, 0.9), "shift": (0.15, 0.3), "miss": (0.01, 0.03)},
-        "medium": {"frac": (0.08, 0.2), "keep": (0.75, 0.9), "shift": (0.15, 0.4), "miss": (0.03, 0.08)},
-        "high": {"frac": (0.2, 0.35), "keep": (0.8, 0.95), "shift": (0.15, 0.45), "miss": (0.08, 0.15)},
-    },
-    "clutter": {
-        "low": {"rate": (0.003, 0.008), "life": (3, 5)},
-        "medium": {"rate": (0.008, 0.02), "life": (3, 8)},
-        "high": {"rate": (0.02, 0.04), "life": (4, 10)},
-    },
-    "shaky": {
-        "low": {"jit": (0.015, 0.03), "rho": (0.0, 0.5), "drop": (0.005, 0.01), "drop_len": (1, 2)},
-        "medium": {"jit": (0.03, 0.06), "rho": (0.0, 0.6), "drop": (0.01, 0.025), "drop_len": (1, 3)},
-        "high": {"jit": (0.06, 0.1), "rho": (0.2, 0.7), "drop": (0.025, 0.05), "drop_len": (2, 4)},
-    },
-    "lowscore": {
-        "low": {"low_frac": (0.1, 0.25), "dip": (0.005, 0.015), "sd": (0.03, 0.06), "miss": (0.0, 0.02)},
-        "medium": {"low_frac": (0.25, 0.45), "dip": (0.015, 0.03), "sd": (0.05, 0.1), "miss": (0.02, 0.06)},
-        "high": {"low_frac": (0.45, 0.7), "dip": (0.03, 0.06), "sd": (0.08, 0.14), "miss": (0.05, 0.12)},
-    },
-}
+    "occlusion": {"low": {"p_start": (0.005, 0.015), "run": (3, 6), "q": (0.1, 0.3)},
+                  "medium": {"p_start": (0.015, 0.035), "run": (4, 10), "q": (0.3, 0.6)},
+                  "high": {"p_start": (0.03, 0.06), "run": (6, 15), "q": (0.5, 0.9)}},
+    "duplicates": {"low": {"frac": (0.03, 0.08), "keep": (0.7, 0.9), "shift": (0.15, 0.3), "miss": (0.01, 0.03)},
+                   "medium": {"frac": (0.08, 0.2), "keep": (0.75, 0.9), "shift": (0.15, 0.4), "miss": (0.03, 0.08)},
+                   "high": {"frac": (0.2, 0.35), "keep": (0.8, 0.95), "shift": (0.15, 0.45), "miss": (0.08, 0.15)}},
+    "clutter": {"low": {"rate": (0.003, 0.008), "life": (3, 5)}, "medium": {"rate": (0.008, 0.02), "life": (3, 8)},
+                "high": {"rate": (0.02, 0.04), "life": (4, 10)}},
+    "shaky": {"low": {"jit": (0.015, 0.03), "rho": (0.0, 0.5), "drop": (0.005, 0.01), "drop_len": (1, 2)},
+              "medium": {"jit": (0.03, 0.06), "rho": (0.0, 0.6), "drop": (0.01, 0.025), "drop_len": (1, 3)},
+              "high": {"jit": (0.06, 0.1), "rho": (0.2, 0.7), "drop": (0.025, 0.05), "drop_len": (2, 4)}},
+    "lowscore": {"low": {"low_frac": (0.1, 0.25), "dip": (0.005, 0.015), "sd": (0.03, 0.06), "miss": (0.0, 0.02)},
+                 "medium": {"low_frac": (0.25, 0.45), "dip": (0.015, 0.03), "sd": (0.05, 0.1), "miss": (0.02, 0.06)},
+                 "high": {"low_frac": (0.45, 0.7), "dip": (0.03, 0.06), "sd": (0.08, 0.14), "miss": (0.05, 0.12)}},
+}  # fmt: skip
 
 Frames = list[tuple[np.ndarray, np.ndarray]]
 
@@ -183,16 +163,13 @@ def clutter(seq: Sequence, p: dict, rng: np.random.Generator) -> Frames:
                 life = int(rng.integers(2, int(p["life"]) + 1))
                 ghosts.append([i, off, life, rng.uniform(0.3, 0.8), rng.random() < 0.5,
                                apply_offset(where[i], off)])  # fmt: skip
-        kept = []
         for g in ghosts:
             if g[4] and g[0] in where:
                 g[5] = apply_offset(where[g[0]], g[1])
             boxes.append(_jitter(g[5][None], rng, 0.02)[0])
             scores.append(g[3] + rng.normal(0, 0.05))
             g[2] -= 1
-            if g[2] > 0:
-                kept.append(g)
-        ghosts = kept
+        ghosts = [g for g in ghosts if g[2] > 0]
         out.append(_frame(boxes, scores, rng))
     return out
 
@@ -238,9 +215,10 @@ def lowscore(seq: Sequence, p: dict, rng: np.random.Generator) -> Frames:
 
 FAMILIES: dict[str, Callable[[Sequence, dict, np.random.Generator], Frames]] = {
     "occlusion": occlusion, "duplicates": duplicates, "clutter": clutter, "shaky": shaky, "lowscore": lowscore,
-    **FAMILIES_NEW,
+    **FAMILIES_NEW, **FAMILIES_R3,
 }  # fmt: skip
 RANGES.update(RANGES_NEW)
+RANGES.update(RANGES_R3)
 
 
 def split_seeds(split: dict, family: str) -> tuple[int, ...]:
@@ -251,9 +229,20 @@ def split_seeds(split: dict, family: str) -> tuple[int, ...]:
 
 def family_detections(seq: Sequence, family: str, level: str, seed: int) -> tuple[Frames, dict]:
     """The detections of ``seq`` under ``family`` at ``level`` for ``seed`` -> (frames of (xyxy, score), the
-    parameters drawn for this sequence and seed)."""
+    parameters drawn for this sequence and seed; for a moving camera (``drone``) ``"warp"``: the per-frame
+    similarities that ``unwarp`` undoes on a tracker's output)."""
     if family == "iid":
         return make_detections(seq, IID_LEVELS[level], seed), {}
     rng = np.random.default_rng([seed, sum(map(ord, seq.name)), sum(map(ord, family)), sum(map(ord, level))])
     params = draw_params(family, level, rng)
     return FAMILIES[family](seq, params, rng), params
+
+
+def unwarp(seq: Sequence, out: list, warp: np.ndarray | None) -> list:
+    """A tracker's per-frame (boxes, ids) on a moving camera's image -> the same in scene coordinates (``warp`` None:
+    unchanged)."""
+    if warp is None:
+        return out
+    centre = np.array([seq.width / 2, seq.height / 2])
+    return [(warp_box(np.asarray(b, np.float64).reshape(-1, 4), w, centre, inverse=True), i)
+            for (b, i), w in zip(out, warp)]  # fmt: skip

@@ -1,11 +1,7 @@
-"""The per-family table of the MOT benchmark (``bench_mot.py --families``, issue 53): each tracker over every noise
-family of ``mot_families`` at each level, the tuning set (families and seeds rules are chosen on) and the held-out
-set (never used to choose) scored and printed apart.
-
-Per tracker, family and level (means over seeds; figures summed over the two sequences first): MOTA, IDF1, ID
-switches (motmetrics, IoU >= 0.5), count error |line in - truth| + |line out - truth| + |zone visits - truth|
-(y9's ``Counting``, the truth the same counter on the ground-truth tracks); ms a frame: median ``update`` at 100
-detections (``mot_noise.crowd_scene``), one thread, one figure per tracker.
+"""The per-family table of ``bench_mot.py --families`` (issue 53): each tracker over every family of ``mot_families``
+at each level, tuning and held-out sets apart: MOTA, IDF1, ID switches (motmetrics, IoU >= 0.5), count error (line
+in, out and zone visits against the same counter on the ground truth), means over seeds of the sums over the two
+sequences; ms a frame: median ``update`` at 100 detections (``mot_noise.crowd_scene``), one thread.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ import sys
 import time
 
 import numpy as np
-from mot_families import FAMILY_LEVELS, HELD_OUT, TUNING, family_detections, split_seeds
+from mot_families import FAMILY_LEVELS, HELD_OUT, TUNING, family_detections, split_seeds, unwarp
 from mot_noise import crowd_scene
 from mot_scoring import RAW, clear_identity, counts, summarise
 from mot_trackers import SIGHTINGS, SV030, TRACKERS, run, run_in_worker
@@ -23,11 +19,12 @@ DEFAULT_ROWS = ("y9 bytetrack", "trackers ByteTrack", "trackers ByteTrack matche
 REFERENCES = ("trackers ByteTrack", "trackers ByteTrack matched", SV030)
 
 
-def cases_of(split: dict, seqs: dict, n_seeds: int | None = None) -> dict:
+def cases_of(split: dict, seqs: dict, n_seeds: int | None = None) -> tuple[dict, dict]:
     """(family, level, seed, sequence) -> detections, over a split's families and each one's seeds (the first
-    ``n_seeds`` of them)."""
-    return {(f, lv, s, n): family_detections(seq, f, lv, s)[0] for f in split["families"] for lv in FAMILY_LEVELS
+    ``n_seeds`` of them); and the same key -> the camera's per-frame similarities where the camera moves."""
+    made = {(f, lv, s, n): family_detections(seq, f, lv, s) for f in split["families"] for lv in FAMILY_LEVELS
             for s in split_seeds(split, f)[:n_seeds] for n, seq in seqs.items()}  # fmt: skip
+    return {k: v[0] for k, v in made.items()}, {k: v[1]["warp"] for k, v in made.items() if "warp" in v[1]}
 
 
 def score(outputs: dict, seqs: dict, truth: dict, sightings: int | None) -> dict:
@@ -46,7 +43,7 @@ def score(outputs: dict, seqs: dict, truth: dict, sightings: int | None) -> dict
 
 
 def run_rows(names: list[str], cases: dict, seqs: dict, truth: dict, sv030_python: str | None,
-             timing_frames: int = 300) -> dict:  # fmt: skip
+             timing_frames: int = 300, warps: dict | None = None) -> dict:  # fmt: skip
     scene, table, t0 = crowd_scene(100, timing_frames), {}, time.perf_counter()
     for name in names:
         if name == SV030:
@@ -58,6 +55,7 @@ def run_rows(names: list[str], cases: dict, seqs: dict, truth: dict, sv030_pytho
         else:
             outputs = {k: run(TRACKERS[name], d, seqs[k[3]].fps)[0] for k, d in cases.items()}
             timing = run(TRACKERS[name], scene, 30.0)[1] if timing_frames else [0.0] * 21
+        outputs = {k: unwarp(seqs[k[3]], o, (warps or {}).get(k)) for k, o in outputs.items()}
         ms = float(np.median(timing[20:])) * 1e3
         table[name] = {"cells": score(outputs, seqs, truth, SIGHTINGS.get(name)), "ms": ms}
         print(f"... {name} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
@@ -91,13 +89,12 @@ def print_table(title: str, table: dict, families: tuple[str, ...]) -> None:
 
 def main_families(args, seqs: dict, truth: dict) -> dict:
     """``bench_mot.py --families``: the tuning and held-out tables -> {split: table} (also printed)."""
-    names = args.trackers.split(",") if args.trackers else [*DEFAULT_ROWS, SV030]
-    out = {}
-    splits = {"tuning": TUNING, "held-out": HELD_OUT}
+    names, out = args.trackers.split(",") if args.trackers else [*DEFAULT_ROWS, SV030], {}
     for split in args.split.split(","):
-        sp = splits[split]
+        sp = {"tuning": TUNING, "held-out": HELD_OUT}[split]
         used = {f: list(split_seeds(sp, f)[: args.seeds]) for f in sp["families"]}
-        table = run_rows(names, cases_of(sp, seqs, args.seeds), seqs, truth, args.sv030_python, args.timing_frames)
+        cases, warps = cases_of(sp, seqs, args.seeds)
+        table = run_rows(names, cases, seqs, truth, args.sv030_python, args.timing_frames, warps)
         seeds = "; ".join(f"{f} {', '.join(map(str, s))}" for f, s in used.items())
         print_table(f"{split}: seeds (means over them): {seeds}", table, sp["families"])
         out[split] = {"families": sp["families"], "seeds": used,

@@ -5,19 +5,12 @@ Ground truth: the TUD-Campus (71 frames) and TUD-Stadtmitte (179 frames) sequenc
 camera, pedestrians) whose MOTChallenge ``gt.txt`` files ship inside the ``motmetrics`` wheel
 (``motmetrics/data/<seq>/gt.txt``; rows ``frame, id, x, y, w, h, ...``).
 
-Noise model, per frame and per ground-truth box (``LEVELS``; a draw per level and seed, the same for every
-tracker):
-- miss: the box is dropped with probability ``miss``;
-- jitter: each edge moves by a normal draw of ``jitter`` times the box's width (x edges) or height (y edges);
-- score: each object has a base score drawn once in [0.5, 0.95] (noise-free: every score 0.9), plus a normal draw of
-  ``score_sd`` per frame, clipped to [0.05, 0.99];
-- duplicate: a kept box has a second box overlapping it by IoU in [0.3, 0.6] (a shifted, rescaled copy) scoring
-  0.55-0.85 times its score (a detector's duplicate that NMS at IoU 0.45-0.7 lets through: the case of issue 45, a
-  0.57 duplicate at IoU 0.44 of a 0.8 box) in a fraction ``dup`` of the frames. Duplicates persist as a
-  detector's do: once there, one goes on in the next frame with probability ``DUP_KEEP`` at the same place
-  relative to its object (shape and score ratio kept), so runs of several frames are the rule;
-- false positive: a Poisson number (mean ``fp``) of boxes per frame, of the sizes of the sequence's ground-truth
-  boxes, anywhere in the frame, scoring uniformly in [0.1, 0.6].
+Noise model, per frame and ground-truth box (``LEVELS``; one draw per level and seed, the same for every tracker):
+miss with probability ``miss``; edge jitter sd ``jitter`` of the width / height; a base score per object in
+[0.5, 0.95] (noise-free: 0.9) plus noise sd ``score_sd``, clipped to [0.05, 0.99]; a duplicate (a shifted, rescaled
+copy at IoU 0.3-0.6, 0.55-0.85 of the score: issue 45's case, a 0.57 box at IoU 0.44 of a 0.8 one) in a fraction
+``dup`` of the frames, going on with probability ``DUP_KEEP`` at the same place relative to its object; a Poisson
+number (mean ``fp``) of false positives of ground-truth sizes anywhere, scored 0.1-0.6.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
-"""The trackers the MOT benchmark (``bench_mot.py``) compares, each behind one small adapter:
+"""The trackers the MOT benchmark (``bench_mot.py``) compares, each one adapter: ``step = TRACKERS[name](fps)``, then
+``boxes, ids = step(xyxy, score, k)`` (frame k's detections -> the boxes in confirmed tracks and their ids).
 
-    step = TRACKERS[name](fps)               # a fresh tracker
-    boxes, ids = step(xyxy, score, k)        # frame k's detections -> the boxes in confirmed tracks and their ids
-
-- ``y9 bytetrack`` / ``y9 botsort``: y9's public entry, ``make_tracker(kind, fps=...)``, with its defaults (BoT-SORT
-  without camera-motion compensation: the benchmark has no images, and the TUD cameras do not move; both kinds
-  then run the same tracker, BoT-SORT's box state having become ``bytetrack``'s too);
-- ``y9 bytetrack xyah``: the same association over the ByteTrack paper's box state (aspect ratio and height),
-  ``ByteTracker(form="xyah")``: the evidence for the box state ``make_tracker`` chooses;
-- ``trackers`` (Roboflow, 2.6): ``ByteTrackTracker``, ``BoTSORTTracker`` (``enable_cmc=False``, as above) and
-  ``OCSORTTracker``, each with its defaults and "matched": y9's thresholds (new track at 0.35, high-score round
-  from 0.25, IoU at least 0.2, a track confirmed on its second frame, kept 1 s when lost);
-- ``supervision 0.30 ByteTrack``: supervision's last ByteTrack (removed in 0.31); its defaults are y9's, so
-  there is no "matched" row. supervision 0.30 cannot sit beside ``trackers`` (which needs supervision 0.31 and
-  the non-headless OpenCV), so it runs in another interpreter (``--sv030-python``, e.g. the project's venv,
-  which holds it) through ``run_in_worker``;
+- ``y9 bytetrack`` / ``y9 botsort``: ``make_tracker(kind, fps=...)`` with its defaults (no camera-motion compensation:
+  no images here; both then run the same tracker); ``y9 bytetrack xyah``: the paper's box state (issue 45's evidence);
+- ``trackers`` 2.6: ByteTrack, BoT-SORT (no CMC) and OC-SORT, with their defaults and "matched" (``MATCHED``: y9's
+  thresholds);
+- ``supervision 0.30 ByteTrack`` (defaults = y9's): it cannot sit beside ``trackers`` (supervision 0.31, non-headless
+  OpenCV), so it runs in the interpreter ``--sv030-python`` names (the project's venv) through ``run_in_worker``;
 - ``y9 -<rule>`` (``RULES_OFF``, ``SIGHTINGS``): y9's default with one rule off (issue 53's ablation), on request.
 """
 
@@ -31,19 +23,13 @@ import numpy as np
 MATCHED = dict(new_track=0.35, high=0.25, iou=0.2, lost_s=1.0, confirm_frames=2)
 # The ablation (issue 53): y9's default tracker with one rule off, by the module constants of
 # ``y9deploy.tracking.bytetrack`` set for the run (every y9 row sets them all: the others' defaults otherwise).
-_SHADOWS_OFF = {"SHADOW_IOU": 2.0, "SAME_BOX_IOU": 2.0}  # nothing is a duplicate: no shadow track
 RULES_OFF = {
-    "y9 -shadow tracks": _SHADOWS_OFF,
-    "y9 -SHADOW_BIAS": {"SHADOW_BIAS": 0.0},
-    "y9 -FRESH_IOU": {"FRESH_IOU": 2.0},
-    "y9 -DUP_BIAS": {"DUP_BIAS": 0.0},
     "y9 -LOST_RATE": {"LOST_RATE": 0.0},
     "y9 -SCORE_FLOOR": {"SCORE_FLOOR": 0.0},
     "y9 LOST_RATE on every lost track": {"YOUNG_FRAMES": float("inf")},
-    "y9 -issue-45 rules": {**_SHADOWS_OFF, "SHADOW_BIAS": 0.0, "FRESH_IOU": 2.0, "DUP_BIAS": 0.0, "LOST_RATE": 0.0},
 }
 # Rows whose line counting confirms a crossing on this many sightings instead of CountLine's default.
-SIGHTINGS = {"y9 -two sightings": 1, "y9 -issue-45 rules": 1}
+SIGHTINGS = {"y9 -two sightings": 1}
 _DEFAULTS: dict[str, float] = {}
 
 
@@ -51,46 +37,28 @@ def _set_rules(changes: dict[str, float]) -> None:
     from y9deploy.tracking import bytetrack
 
     if not _DEFAULTS:
-        _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("SHADOW_IOU", "SAME_BOX_IOU", "SHADOW_BIAS",
-                                                             "FRESH_IOU", "DUP_BIAS", "LOST_RATE",
-                                                             "YOUNG_FRAMES", "SCORE_FLOOR")})  # fmt: skip
+        _DEFAULTS.update({k: getattr(bytetrack, k) for k in ("LOST_RATE", "YOUNG_FRAMES", "SCORE_FLOOR")})
     for k, v in {**_DEFAULTS, **changes}.items():
         setattr(bytetrack, k, v)
 
 
-def _y9(kind: str, changes: dict[str, float] | None = None):
+def _y9(kind: str, changes: dict[str, float] | None = None, form: str | None = None):
     from y9deploy.detections import Detections
-    from y9deploy.tracking import make_tracker
+    from y9deploy.tracking import TrackerOptions, make_tracker
+    from y9deploy.tracking.bytetrack import ByteTracker
 
     def factory(fps: float):
         _set_rules(changes or {})
-        tracker = make_tracker(kind, fps=fps)
+        tracker = ByteTracker(TrackerOptions(), fps=fps, form=form) if form else make_tracker(kind, fps=fps)
 
         def step(xyxy: np.ndarray, score: np.ndarray, k: int):
-            dets = Detections(xyxy, score, np.zeros(len(score), np.int64), ["object"])
-            ids = tracker.update(dets, t=k / fps)
+            ids = tracker.update(Detections(xyxy, score, np.zeros(len(score), np.int64), ["object"]), t=k / fps)
             keep = ids >= 0
             return xyxy[keep], ids[keep]
 
         return step
 
     return factory
-
-
-def _y9_xyah(fps: float):
-    from y9deploy.detections import Detections
-    from y9deploy.tracking import TrackerOptions
-    from y9deploy.tracking.bytetrack import ByteTracker
-
-    _set_rules({})
-    tracker = ByteTracker(TrackerOptions(), fps=fps, form="xyah")
-
-    def step(xyxy: np.ndarray, score: np.ndarray, k: int):
-        ids = tracker.update(Detections(xyxy, score, np.zeros(len(score), np.int64), ["object"]), t=k / fps)
-        keep = ids >= 0
-        return xyxy[keep], ids[keep]
-
-    return step
 
 
 def _roboflow(cls_name: str, matched: bool):
@@ -147,7 +115,7 @@ def _sv030(fps: float):
 TRACKERS = {
     "y9 bytetrack": _y9("bytetrack"),
     "y9 botsort": _y9("botsort"),
-    "y9 bytetrack xyah": _y9_xyah,
+    "y9 bytetrack xyah": _y9("bytetrack", form="xyah"),
     "trackers ByteTrack": _roboflow("ByteTrackTracker", False),
     "trackers ByteTrack matched": _roboflow("ByteTrackTracker", True),
     "trackers BoT-SORT": _roboflow("BoTSORTTracker", False),

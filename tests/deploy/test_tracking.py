@@ -83,11 +83,11 @@ def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
     """Same detections into supervision's ByteTrack and ours: the same tracks (up to the numbering of the ids)
     on every detection the reference tracks but 0.1%, and no more identities than the reference makes. Ours tracks
     more (issue 53: ``SCORE_FLOOR``, lost tracks in the low-score round, ``low_conf`` 0.05; the scene's scores are
-    uniform in 0.05-0.95): each track that holds such a detection holds one object. Ours with the reference's
-    box state (``xyah``), so that what is compared is the association; ``make_tracker("bytetrack")`` keeps
-    BoT-SORT's ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark). Ours splits a reference track only
-    where the reference's track holds two true objects and each of ours holds one: a newcomer first seen over an
-    object that is missed on the next frame, whose track the reference gives it (``FRESH_IOU``; seed 6)."""
+    uniform in 0.05-0.95): each track that holds such a detection holds one object, or no more objects than a
+    reference track it shares detections with (a mix that is the reference's too). Ours with the reference's box
+    state (``xyah``), so that what is compared is the association; ``make_tracker("bytetrack")`` keeps BoT-SORT's
+    ``xywh`` state (issue 45: fewer ID switches on the MOT benchmark). Ours splits a reference track only where the
+    reference's track holds two true objects and each of ours holds one."""
     from y9deploy.tracking.bytetrack import ByteTracker
 
     ref_only = total = splits = 0
@@ -115,7 +115,9 @@ def test_bytetrack_gives_the_reference_tracks_on_the_same_detections():
                 splits += 1
                 assert len(objects[("ref", x)]) > 1 and all(len(objects[("ours", y)]) == 1 for y in ys), (seed, x, ys)
         assert len({y for _, y in pairs}) <= len({x for x, _ in pairs}), seed
-        assert all(len(objects[("ours", y)]) == 1 for y in extra), seed
+        theirs_of = {y: {x for x, y2 in pairs if y2 == y} for y in extra}
+        assert all(len(objects[("ours", y)]) == 1 or any(objects[("ours", y)] <= objects[("ref", x)] for x in theirs_of[y])
+                   for y in extra), seed  # fmt: skip
     assert splits <= 2, splits
     assert ref_only <= 0.001 * total, (ref_only, total)
 

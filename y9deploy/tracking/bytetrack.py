@@ -3,35 +3,24 @@
 Build one with ``tracking.make_tracker`` (the one rule that chooses); the algorithm, per frame:
 1. every track's box is predicted over the time step (``box_kalman``); a lost track's size velocity is zeroed
    first; with camera-motion compensation the predictions are moved by the frame-to-frame camera motion;
-2. confirmed tracks (tracked or lost) and shadow tracks (step 4) are matched to the high-score detections (``score >=
-   high_conf``) by the cost ``1 - IoU * score``, a score below ``SCORE_FLOOR`` counting as ``SCORE_FLOOR`` (optimal
-   assignment; pairs above ``match_cost`` are not matched); in the choice (not in what may match) the cost of a lost
-   track followed for fewer than ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields
-   to a tracked one at about the same overlap, a shadow track's ``SHADOW_BIAS`` more, so that it yields to a
-   confirmed one, a detection of another class than the track began with ``CLASS_BIAS`` more, and, for a tracked
-   track, a detection that is a duplicate (step 4's rule) of another high-score box on the frame ``DUP_BIAS`` more. A
-   detection that an unconfirmed (one-frame-old) track overlaps by IoU > ``FRESH_IOU``, and more than a confirmed or
-   shadow track does, is not matched here: it is kept for the unconfirmed track (step 4);
+2. confirmed tracks (tracked or lost) are matched to the high-score detections (``score >= high_conf``) by the cost
+   ``1 - IoU * score``, a score below ``SCORE_FLOOR`` counting as ``SCORE_FLOOR`` (optimal assignment; pairs above
+   ``match_cost`` are not matched); in the choice (not in what may match) the cost of a lost track followed for
+   fewer than ``YOUNG_FRAMES`` frames counts ``LOST_RATE`` more per frame lost, so that it yields to a tracked one
+   at about the same overlap, and a detection of another class than the track began with ``CLASS_BIAS`` more;
 3. the confirmed tracks still unmatched, tracked or lost, are matched to the low-score detections (``low_conf <
    score < high_conf``) by ``1 - IoU`` (at most 0.5); those left unmatched become (or stay) lost;
-4. a high-score detection that overlaps one a confirmed track took by IoU > ``SHADOW_IOU`` with a lower score
-   (below ``SHADOW_RATIO`` times its), or by IoU > ``SAME_BOX_IOU``, is a duplicate of it: left over, it starts
-   (or, taken by one in step 2, continues) a shadow track, which has no id and counts nothing. In step 2 a shadow
-   track matches at most at an unconfirmed track's cost (0.7); one whose detection is seen on its own (a duplicate
-   of no other high-score detection) on ``SHADOW_ALONE`` frames in a row is confirmed; one not matched is lost
-   and ends as a lost track does. Unconfirmed tracks (one frame old) are matched to the high-score detections
-   left that are not duplicates (cost at most 0.7) and confirmed, or dropped;
-5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the
-   first frame only (where the duplicates of other detections start shadow tracks); lost tracks not seen for
-   longer than ``lost_seconds`` end; of a tracked and a lost track whose boxes overlap by IoU > 0.95 the younger
-   one ends.
-Why shadow tracks (issue 45): a detector's duplicate and a second object beside the first (people walking side
-by side at IoU 0.3-0.45, one scoring lower) look the same on one frame. The duplicate exists only with the box it
-copies; the second object is also seen without it (the first one missed, hidden or moved away). Following the
-lower box without an id keeps it from counting while it is only a copy, and makes it a track once it is seen on its
-own; taking part in step 2 keeps a lost track of the first object from taking its detection over. Two objects
-that stay together and are never seen apart remain one track: on boxes and scores alone nothing tells them from
-a persistent duplicate (issue 45's zebra).
+4. unconfirmed tracks (one frame old) are matched to the high-score detections left (cost at most 0.7) and
+   confirmed, or dropped;
+5. the high-score detections left with ``score >= new_track_conf`` start tracks, confirmed at once on the first
+   frame only; lost tracks not seen for longer than ``lost_seconds`` end; of a tracked and a lost track whose boxes
+   overlap by IoU > 0.95 the younger one ends.
+Issue 53 (noise families of several kinds, docs/benchmarks.md) dropped three of issue 45's rules, each of which cost
+some of the nine tuning families: shadow tracks (a box overlapping a tracked one's by IoU > 0.3 with a lower score
+followed without an id until seen on its own: they kept a detector's duplicates from becoming tracks, but delayed,
+often for tens of frames, people who appeared beside others: 0.003-0.013 MOTA, means over levels, on six families),
+``DUP_BIAS`` (a tracked track's choice against duplicates: shaky, lowscore, fragments) and ``FRESH_IOU`` (a detection
+kept for a one-frame-old track: fragments 0.010 MOTA, iid). A duplicate box that persists is now a track of its own.
 The tracks are rows of arrays; nothing loops over them in Python.
 """
 
@@ -46,40 +35,9 @@ from y9deploy.tracking.box_kalman import BoxKalman
 from y9deploy.tracking.options import TrackerOptions
 
 SECOND_ROUND_COST, UNCONFIRMED_COST, DUPLICATE_IOU = 0.5, 0.7, 0.95
-# A high-score detection is a duplicate of one a confirmed track took when it overlaps it by IoU > SHADOW_IOU and
-# scores below SHADOW_RATIO times its score, or, whatever its score, by IoU > SAME_BOX_IOU (the same box: e.g. the
-# object under a second class, which class-aware NMS keeps): it starts no track and confirms none, only a shadow
-# track (no id), confirmed on a frame where its detection is no one's duplicate (issue 45: a 0.57 duplicate at IoU
-# 0.44 of a real box became a second track and a second line crossing; two people side by side at IoU 0.35 were one).
-SHADOW_IOU, SHADOW_RATIO, SAME_BOX_IOU = 0.3, 0.85, 0.7
 # A track prefers a detection of the class it began with: in the first round's choice a detection of another class
 # counts this much more (what may match is unchanged: a class that flickers keeps its track).
 CLASS_BIAS = 0.25
-# A shadow track becomes a track when its detection is seen on its own (no box it would be a duplicate of) on this
-# many frames in a row: as a new track is confirmed on its second frame, one frame may be chance.
-SHADOW_ALONE = 2
-# A detection that a one-frame-old track overlaps by IoU > FRESH_IOU, and more than a confirmed track does, is that
-# track's continuation: the confirmed track may not take it in step 2 (ByteTrack's order lets confirmed tracks choose
-# first, so a person missed on the frame after a newcomer appeared over him took the newcomer's detection and the
-# newcomer's track ended: issue 45, TUD-Stadtmitte low noise seed 3, a zone visit lost). The one-frame-old track
-# takes it in step 4 unless it is a duplicate there; a detection goes to the track whose box it overlaps most.
-FRESH_IOU = 0.5
-# A shadow track yields a detection to a confirmed track of about the same overlap: in the first round's choice its
-# cost counts SHADOW_BIAS more (what may match is unchanged). A shadow track following a duplicate took a person's
-# detection from his own track, lost for one frame, and became a second id for him (issue 45, medium noise); the
-# track of a person missed beside another (side by side, IoU 0.35) still does not take the other's detection, as
-# its overlap is far lower. Over 20 seeds: ID switches high 9.2 -> 6.6, medium 0.7 -> 0.6 (0.1: 6.5 / 0.7; 0.2: 7.5 /
-# 0.9, IDF1 lower).
-SHADOW_BIAS = 0.05
-# A tracked track (seen on the previous frame) prefers a detection that is not a duplicate of another high-score box on
-# the frame (``SHADOW_IOU``, ``SHADOW_RATIO``, ``SAME_BOX_IOU``): in the first round's choice such a detection counts
-# this much more for it (what may match is unchanged). When a person is missed, his detector's duplicate (lying over
-# the box beside) took his track, which followed it, and his next detection began a new id (issue 45, TUD-Stadtmitte
-# medium noise seed 4, frame 28); with the bias the duplicate's shadow track takes it and his track, lost for one
-# frame, takes his next detection. Over 20 seeds: ID switches high 6.6 -> 6.1, medium 0.6 -> 0.55 (on lost tracks too:
-# 6.7 / 0.6; 0.02: 7.0 / 0.6; 0.1: 7.1 / 0.65, on all tracks). Issue 53, tuning families, seeds 0-2: IDF1 +0.015 on
-# duplicates and +0.016 on iid at high noise, neutral elsewhere (without LOST_RATE it helped nowhere: the two go together).
-DUP_BIAS = 0.05
 # A lost track that was followed for fewer than YOUNG_FRAMES frames yields a detection to a tracked one of about the
 # same overlap: in the first round's choice its cost counts LOST_RATE more per frame it has been lost (what may match
 # is unchanged). A track that short is often no object (a false positive's, a duplicate's) and its predicted box grows
@@ -88,13 +46,17 @@ DUP_BIAS = 0.05
 # a person followed for long comes back from behind another; on young tracks only it keeps its gains on issue 45's
 # noise model and is neutral on occlusion (tuning families, seeds 0-2: iid high ID switches 13.3 without it, 8.3 with
 # it; YOUNG_FRAMES 25: occlusion IDF1 -0.004, 50: -0.018; docs/benchmarks.md, "Tracking on several kinds of error").
-LOST_RATE, YOUNG_FRAMES = 0.01, 10
+# Round 3, nine tuning families: 0.01 cost duplicates IDF1 0.005 (mean over levels); 0.005 helps or is neutral on all
+# nine (IDF1 +0.005 to +0.010 on six); YOUNG_FRAMES 5 lost most of it.
+LOST_RATE, YOUNG_FRAMES = 0.005, 10
 # In the costs ``1 - IoU * score`` (first round, unconfirmed tracks) a score below SCORE_FLOOR counts as SCORE_FLOOR:
 # the score still chooses between detections, but a true detection scored 0.3 no longer needs an overlap of IoU 0.67
 # with its track to match (0.5 now), which a jittered box often lacks; its track was lost, and a person scored below
 # the new-track threshold had no track at all (issue 53, lowscore family: MOTA +0.03 to +0.08; 0.3 kept less of it,
-# 0.5 cost duplicates at high noise 0.01 MOTA; docs/benchmarks.md, "Tracking on several kinds of error").
-SCORE_FLOOR = 0.4
+# 0.5 cost duplicates at high noise 0.01 MOTA; docs/benchmarks.md, "Tracking on several kinds of error"). Round 3,
+# nine tuning families: 0.4 cost clutter 0.003 MOTA and fragments 0.003 IDF1 (means over levels); 0.35 is within
+# 0.002 of no floor on every family but lowscore, where it keeps part of the gain.
+SCORE_FLOOR = 0.35
 
 
 def _linear_sum_assignment():
@@ -156,8 +118,6 @@ class ByteTracker:
         self.mean, self.cov = np.zeros((0, 8)), np.zeros((0, 8, 8))
         self.lost = np.zeros(0, bool)
         self.ids = np.zeros(0, np.int64)  # -1 while unconfirmed
-        self.shadow = np.zeros(0, bool)  # a shadow track: unconfirmed, it follows a duplicate (step 4)
-        self.alone = np.zeros(0, np.int64)  # frames in a row a shadow track's detection was seen on its own
         self.seen = np.zeros(0)  # clock (frames) of the last match
         self.start = np.zeros(0)  # clock when the track began
         self.cls = np.zeros(0, np.int64)  # class of the detection that started the track
@@ -187,7 +147,6 @@ class ByteTracker:
 
     def _keep(self, mask: np.ndarray) -> None:
         self.mean, self.cov, self.lost = self.mean[mask], self.cov[mask], self.lost[mask]
-        self.shadow, self.alone = self.shadow[mask], self.alone[mask]
         self.ids, self.seen, self.start, self.cls = self.ids[mask], self.seen[mask], self.start[mask], self.cls[mask]
 
     def update(self, dets: Detections, t: float | None = None, frame: np.ndarray | None = None) -> np.ndarray:
@@ -216,88 +175,40 @@ class ByteTracker:
 
         high = np.flatnonzero(valid & (score >= o.high_conf))
         low = np.flatnonzero(valid & (score > o.low_conf) & (score < o.high_conf))
-        pool = np.flatnonzero((self.ids >= 0) | self.shadow)  # confirmed and shadow tracks
-        fresh = np.flatnonzero((self.ids < 0) & ~self.shadow)
+        pool = np.flatnonzero(self.ids >= 0)  # confirmed tracks
+        fresh = np.flatnonzero(self.ids < 0)
         young = self.lost[pool] & (self.seen[pool] - self.start[pool] < YOUNG_FRAMES)
         bias = (LOST_RATE * (self.clock - self.seen[pool]) * young)[:, None]
-        bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high]) + SHADOW_BIAS * self.shadow[pool, None]
+        bias = bias + CLASS_BIAS * (self.cls[pool, None] != cls[None, high])
         fused = np.maximum(score, SCORE_FLOOR)
         cost = 1 - _iou(boxes[pool], xyxy[high]) * fused[high]
-        sh = self.shadow[pool]
-        cost[sh] = np.where(cost[sh] > UNCONFIRMED_COST, 2.0, cost[sh])  # an unconfirmed track's limit
-        if len(fresh) and len(high):  # a detection a one-frame-old track follows best is kept for it (FRESH_IOU)
-            iou_pool, iou_fresh = _iou(boxes[pool], xyxy[high]), _iou(boxes[fresh], xyxy[high]).max(0)
-            cost = np.where((iou_fresh > FRESH_IOU) & (iou_fresh > iou_pool), 2.0, cost)
-        bias = bias + self._duplicate_bias(cost <= o.match_cost, pool, high, xyxy, score)
         m1, free_pool, free_high = assign(cost, o.match_cost, bias)
-        left_pool = pool[free_pool]
-        tracked_left = left_pool[self.ids[left_pool] >= 0]  # confirmed, tracked or lost (issue 53)
-        m2, free_tracked, _ = assign(1 - _iou(boxes[tracked_left], xyxy[low]), SECOND_ROUND_COST)
-        by_shadow = self.shadow[pool[m1[:, 0]]]
-        taken = np.concatenate([high[m1[~by_shadow, 1]], low[m2[:, 1]]])  # by the confirmed tracks
-        s_rows, s_cols = pool[m1[by_shadow, 0]], high[m1[by_shadow, 1]]
-        seen_alone = self._not_shadows(s_cols, np.concatenate([high, low[m2[:, 1]]]), xyxy, score)
-        self.alone[s_rows] = np.where(seen_alone, self.alone[s_rows] + 1, 0)
-        clear = self.alone[s_rows] >= SHADOW_ALONE  # shadow tracks that become tracks
-        left = high[free_high]
-        alone = self._not_shadows(left, np.concatenate([taken, s_cols[clear]]), xyxy, score)
-        rest, shadows = left[alone], left[~alone]
+        left_pool = pool[free_pool]  # confirmed, tracked or lost (issue 53)
+        m2, free_left, _ = assign(1 - _iou(boxes[left_pool], xyxy[low]), SECOND_ROUND_COST)
+        rest = high[free_high]
         m3, free_fresh, free_rest = assign(1 - _iou(boxes[fresh], xyxy[rest]) * fused[rest], UNCONFIRMED_COST)
 
-        rows = np.concatenate([pool[m1[:, 0]], tracked_left[m2[:, 0]], fresh[m3[:, 0]]])
+        rows = np.concatenate([pool[m1[:, 0]], left_pool[m2[:, 0]], fresh[m3[:, 0]]])
         cols = np.concatenate([high[m1[:, 1]], low[m2[:, 1]], rest[m3[:, 1]]])
         self.mean[rows], self.cov[rows] = self.kalman.update(self.mean[rows], self.cov[rows],
                                                              self.kalman.measure(xyxy[cols]))  # fmt: skip
         self.lost[rows], self.seen[rows] = False, self.clock
-        confirmed = np.concatenate([s_rows[clear], fresh[m3[:, 0]]])
-        self.shadow[confirmed] = False
+        confirmed = fresh[m3[:, 0]]
         self.ids[confirmed] = np.arange(self.next_id, self.next_id + len(confirmed))
         self.next_id += len(confirmed)
         out[cols] = self.ids[rows]
-        self.lost[tracked_left[free_tracked]] = True
+        self.lost[left_pool[free_left]] = True
 
         keep = np.ones(len(self.ids), bool)
         keep[fresh[free_fresh]] = False  # unconfirmed tracks not matched again end
-        s_free = left_pool[self.shadow[left_pool]]  # shadow tracks not matched are lost, as confirmed ones are
-        self.lost[s_free], self.alone[s_free] = True, 0
         keep &= ~(self.lost & (self.clock - self.seen > o.lost_seconds * self.fps))
         self._keep(keep)
-        cand = rest[free_rest]
-        if first:  # no confirmed track yet: the duplicates are those of the other detections
-            alone = self._not_shadows(cand, cand, xyxy, score)
-            cand, shadows = cand[alone], np.concatenate([shadows, cand[~alone]])
-        self._start_tracks(xyxy, score, cls, shadows, False, out, shadow=True)
-        self._start_tracks(xyxy, score, cls, cand, first, out)
+        self._start_tracks(xyxy, score, cls, rest[free_rest], first, out)
         self._drop_duplicates()
         return out
 
-    def _duplicate_bias(self, may: np.ndarray, pool: np.ndarray, high: np.ndarray, xyxy: np.ndarray,
-                        score: np.ndarray) -> np.ndarray:  # fmt: skip
-        """``DUP_BIAS`` where a tracked track (row of ``pool``) may match (``may``, ndarray[P, H] bool) a detection of
-        ``high`` that is a duplicate of another of them. Only the detections in a choice (one of two or more that a
-        track may match, or one that two or more tracks may match) are looked at: elsewhere a bias changes nothing,
-        and the test costs an IoU matrix of the high-score detections (0.1 ms at 100 detections)."""
-        choice = (may.sum(0) > 1) | may[may.sum(1) > 1].any(0)
-        out = np.zeros(may.shape)
-        if choice.any():
-            tracked = (self.ids[pool] >= 0) & ~self.lost[pool]
-            dup = ~self._not_shadows(high[choice], high, xyxy, score)
-            out[:, choice] = DUP_BIAS * (may[:, choice] & tracked[:, None] & dup[None])
-        return out
-
-    @staticmethod
-    def _not_shadows(rest: np.ndarray, taken: np.ndarray, xyxy: np.ndarray, score: np.ndarray) -> np.ndarray:
-        """Which of the detections ``rest`` (ndarray[R] bool) are not duplicates (``SHADOW_IOU``, ``SHADOW_RATIO``,
-        ``SAME_BOX_IOU``) of those ``taken`` (by the confirmed tracks on this frame)."""
-        if not len(rest) or not len(taken):
-            return np.ones(len(rest), bool)
-        iou = np.where(rest[:, None] == taken[None, :], 0.0, _iou(xyxy[rest], xyxy[taken]))  # not itself
-        weaker = score[rest, None] < SHADOW_RATIO * score[None, taken]
-        shadow = ((iou > SHADOW_IOU) & weaker) | (iou > SAME_BOX_IOU)
-        return ~shadow.any(1)
-
     def _start_tracks(self, xyxy: np.ndarray, score: np.ndarray, cls: np.ndarray, cand: np.ndarray, first: bool,
-                      out: np.ndarray, shadow: bool = False) -> None:  # fmt: skip
+                      out: np.ndarray) -> None:  # fmt: skip
         new = cand[score[cand] >= self.options.new_track_conf]
         if not len(new):
             return
@@ -308,8 +219,6 @@ class ByteTracker:
             out[new] = ids
         self.mean, self.cov = np.concatenate([self.mean, mean]), np.concatenate([self.cov, cov])
         self.lost = np.concatenate([self.lost, np.zeros(len(new), bool)])
-        self.shadow = np.concatenate([self.shadow, np.full(len(new), shadow)])
-        self.alone = np.concatenate([self.alone, np.zeros(len(new), np.int64)])
         self.ids = np.concatenate([self.ids, ids.astype(np.int64)])
         self.seen = np.concatenate([self.seen, np.full(len(new), self.clock)])
         self.start = np.concatenate([self.start, np.full(len(new), self.clock)])

@@ -22,8 +22,7 @@ same detections:
   height): on the MOT benchmark (docs/benchmarks.md) it makes fewer ID switches (issue 45);
 - ``botsort``: the same, with BoT-SORT's camera-motion compensation (sparse optical flow between frames; pass
   ``frame=``), for moving cameras (drones). Re-identification features are not used.
-Both follow a detector's duplicate boxes with shadow tracks that have no id until the box is seen on its own
-(``bytetrack``'s module docstring).
+The rules added to ByteTrack's association, and those dropped (issue 53), are in ``bytetrack``'s module docstring.
 
 Time: ``t`` is the frame's time in seconds (video time ``index / fps`` for files, capture time for live
 sources). The tracker predicts over the time that really passed, in frames of ``fps``: with the ``latest``
