@@ -345,15 +345,15 @@ class Detector:
         self._plans[(frame.shape, frame.dtype)] = plan
         return plan
 
-    @staticmethod
-    def _run_plan(plan: Any, frame: np.ndarray) -> Any:
+    def _run_plan(self, plan: Any, frame: np.ndarray) -> Any:
         """One frame along its plan (``runtime.frame_plan.FramePlan``): the letterbox steps, then one call each
-        into the backend, the decode + NMS and ``Detections``."""
+        into the backend (its ``infer`` looked up now, as ``pipeline.run`` does), the decode + NMS and
+        ``Detections``."""
         pre = plan.pre
         pre.load(frame)
         for step in pre.steps:
             step()
-        xyxy, scores, classes = plan.rows(plan.infer(pre.blob)[plan.output])
+        xyxy, scores, classes = plan.rows(self.backend.infer(pre.blob)[plan.output])
         return plan.detections(xyxy, scores, classes)
 
 

@@ -7,7 +7,7 @@ what is left per frame is one call into each of three modules. ``Detector.predic
 (``runtime.detector``: ``Detector._run_plan``)::
 
     plan.pre.load(frame); for step in plan.pre.steps: step()    # pre.host.frame_pre: OpenCV/numpy on buffers
-    outputs = plan.infer(plan.pre.blob)                         # the backend
+    outputs = backend.infer(plan.pre.blob)                      # the backend (the Detector's, looked up per call)
     xyxy, scores, classes = plan.rows(outputs[plan.output])     # y9core.post.nms.decode_nms_frame
     detections = plan.detections(xyxy, scores, classes)         # y9deploy.detections.Detections.unchecked
 
@@ -40,7 +40,6 @@ class FramePlan:
     Attributes:
         opts: the ``PredictOptions`` it was built for (another options object needs another plan).
         pre: the letterbox into the input blob (``pre.host.FramePre``).
-        infer: the backend's ``infer``.
         output: the name of the raw prediction among the backend's outputs.
         rows: raw prediction -> ``(xyxy, scores, classes)`` in frame pixels (``decode_nms_frame``, settings bound).
         detections: ``(xyxy, scores, classes)`` -> ``Detections`` (the class's constructor for arrays the
@@ -49,7 +48,6 @@ class FramePlan:
 
     opts: Any
     pre: FramePre
-    infer: Callable[[np.ndarray], dict[str, Any]]
     output: str
     rows: Callable[[Any], tuple[np.ndarray, np.ndarray, np.ndarray]]
     detections: Callable[[np.ndarray, np.ndarray, np.ndarray], Detections]
@@ -73,4 +71,4 @@ def build_frame_plan(pipeline: Any, frame: np.ndarray, opts: Any) -> FramePlan |
         max_nms=MAX_NMS, unmap=unmap_factors(pre.info),
     )  # fmt: skip
     detections = functools.partial(Detections.unchecked, names=checked_names(pipeline.names))
-    return FramePlan(opts, pre, backend.infer, "output0" if "output0" in names else names[0], rows, detections)
+    return FramePlan(opts, pre, "output0" if "output0" in names else names[0], rows, detections)
