@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton", reason="triton is not importable", exc_type=ImportError)
 
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
+from tests.deploy.triton_interpret import interpret_fast  # noqa: E402
 from y9core.post import triton_nms as nms_triton  # noqa: E402
 from y9core.post.choice import PostImpl  # noqa: E402
 from y9deploy.post.graph import GraphPost, GraphStats, pick_k  # noqa: E402
@@ -24,8 +25,7 @@ from y9deploy.postprocess import postprocess  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def interpret(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert nms_triton.interpreting()
+    interpret_fast(monkeypatch)  # the interpreter, bit_or reductions by numpy (tests/deploy/triton_interpret.py)
 
 
 def options(nc, **kw):

@@ -20,7 +20,10 @@ pytest.importorskip(
     exc_type=ImportError,
 )
 
+import triton.language as tl  # noqa: E402
+
 from tests.deploy.test_detector_gpu_path import random_pred, random_settings, uneven_pred  # noqa: E402
+from tests.deploy.triton_interpret import interpret_fast  # noqa: E402
 from y9core.post import triton_nms as nms_triton  # noqa: E402
 from y9core.post.torch_batched import batched_postprocess_torch  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
@@ -28,9 +31,42 @@ from y9deploy.postprocess import postprocess  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def interpret(monkeypatch):
-    """Triton's CPU interpreter for every test here (read by triton at each kernel build and launch)."""
+    """Triton's CPU interpreter for every test here (read by triton at each kernel build and launch), its
+    ``bit_or`` reductions by numpy (tests/deploy/triton_interpret.py)."""
+    interpret_fast(monkeypatch)
+
+
+def _or_tiles(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, AXIS: tl.constexpr):  # noqa: N803
+    """out = bit_or reduction of the [R, C] int32 tile x along AXIS (R values when AXIS is 1, else C)."""
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    words = tl.reduce(tl.load(x_ptr + r[:, None] * C + c[None, :]), AXIS, nms_triton.bit_or)
+    tl.store(out_ptr + (r if AXIS == 1 else c), words)
+
+
+@pytest.mark.parametrize("rows,cols,axis", [(64, 32, 1), (16, 16, 0)])
+def test_fast_or_reduce_equals_the_interpreters(rows, cols, axis, monkeypatch):
+    """The fast path of triton_interpret (numpy) gives what the interpreter's own element-by-element reduction
+    with ``bit_or`` gives, in a kernel, on random int32 words (the sign bit included), and their OR."""
+    import triton
+
+    rng = np.random.default_rng(rows)
+    data = rng.integers(-(1 << 31), 1 << 31, size=(rows, cols), dtype=np.int64).astype(np.int32)
+    data &= rng.integers(-(1 << 31), 1 << 31, size=(rows, cols), dtype=np.int64).astype(np.int32)
+    kernel = triton.jit(_or_tiles)
+
+    def run() -> np.ndarray:
+        out = torch.zeros(rows if axis == 1 else cols, dtype=torch.int32)
+        kernel[(1,)](torch.from_numpy(data), out, R=rows, C=cols, AXIS=axis)
+        return out.numpy()
+
+    fast = run()
+    monkeypatch.undo()  # the interpreter's own reduce
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert nms_triton.interpreting()
+    slow = run()
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(fast, np.bitwise_or.reduce(data, axis=axis))
+    assert (fast < 0).any()
 
 
 def slow_greedy(over: np.ndarray, n: np.ndarray, max_det: int) -> np.ndarray:
