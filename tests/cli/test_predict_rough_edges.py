@@ -7,9 +7,18 @@ import json
 import cv2
 import pytest
 
+from tests.checkpoint_reads import read_each_checkpoint_once
 from tests.conftest import TEST_DATA, y9_output
 
 IMAGES = sorted(TEST_DATA.glob("*.jpg"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _embedded_model_read_once():
+    """The embedded model (these commands' default) read once for the module: each command still makes its own
+    Detector and run (tests/checkpoint_reads.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield read_each_checkpoint_once(patch)
 
 
 @pytest.fixture

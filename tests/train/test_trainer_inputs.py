@@ -5,16 +5,13 @@ checkpoint (and --new-head keeping the backbone), unreadable images (reported by
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 import yaml
 from rich.console import Console
 
-from tests.conftest import REPO
+from tests.conftest import y9_output
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9core.errors import DataError
@@ -37,13 +34,10 @@ def two_class_data(root) -> str:
 
 
 def test_missing_data_yaml_is_one_sentence_from_the_cli(tmp_path):
+    """Through the console entry point in this process (the train command's own process is tested in
+    test_trainer.py and tests/cli/test_signals.py)."""
     missing = tmp_path / "nowhere" / "data.yaml"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "y9cli", "train", "--data", str(missing), "--model", "gelan-t",
-         "--project", str(tmp_path / "runs")],
-        capture_output=True, text=True, env=env, cwd=REPO, timeout=300,
-    )  # fmt: skip
+    proc = y9_output("train", "--data", missing, "--model", "gelan-t", "--project", tmp_path / "runs")
     assert proc.returncode == 2
     err = proc.stderr.strip()
     assert err.startswith("error: ") and str(missing) in err and "does not exist" in err

@@ -34,14 +34,14 @@ def coco_pair(tmp_path: Path) -> Path:
 def tiny_config(
     data: Path, tmp_path: Path, *, name: str = "run", hyp: dict | None = None, **options
 ) -> TrainConfig:
-    """gelan-t, 160 px, batch 2, one epoch, no workers, quiet, no pictures (``plots=False``: the tests of the
+    """gelan-t, 64 px, batch 2, one epoch, no workers, quiet, no pictures (``plots=False``: the tests of the
     pictures ask for them); short warmup; ``hyp`` updates ``Hyp`` fields."""
     base = {"nbs": 2, "warmup_min_iters": 2}
     base.update(hyp or {})
     kwargs = {
         "data": str(data),
         "model": "gelan-t",
-        "imgsz": 160,
+        "imgsz": 64,
         "epochs": 1,
         "batch": 2,
         "workers": 0,

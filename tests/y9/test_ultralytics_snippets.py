@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from tests.checkpoint_reads import read_each_checkpoint_once
 from tests.conftest import TEST_DATA
 from tests.y9.ultralytics_snippets import MODES, SNIPPETS, make_workspace, run_snippet
 
@@ -22,7 +23,9 @@ def workspace(tmp_path_factory):
 
     folder = make_workspace(tmp_path_factory.mktemp("ul"), sorted(TEST_DATA.glob("*.jpg")))
     shutil.copy(default_model_path(), folder / "model.pt")  # the model path: a copy the snippets may export beside
-    return folder
+    with pytest.MonkeyPatch.context() as patch:
+        read_each_checkpoint_once(patch)  # each snippet's YOLO(MODEL) still makes its own Model and Detector
+        yield folder
 
 
 def test_the_snippets_cover_every_mode_and_are_forty_or_more():

@@ -10,9 +10,18 @@ import numpy as np
 import pytest
 
 import y9
+from tests.checkpoint_reads import read_each_checkpoint_once
 from tests.conftest import TEST_DATA
 
 IMAGE = str(TEST_DATA / "000000000036.jpg")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _checkpoints_read_once():
+    """Each .pt file read once for the module: every Detector (a new imgsz, a new Model) is still made
+    (tests/checkpoint_reads.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield read_each_checkpoint_once(patch)
 
 
 @pytest.fixture(scope="module")
