@@ -100,20 +100,22 @@ def test_the_embedded_models_average_pools_become_equal_depthwise_convolutions(e
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)  # boxes in pixels, scores in [0, 1]
 
 
-@pytest.mark.parametrize(("pads", "count_include_pad", "ceil_mode", "rewritten"),
-                         [([0, 0, 0, 0], 0, 0, True), ([1, 1, 1, 1], 1, 0, True), ([1, 1, 1, 1], 0, 0, False),
-                          ([0, 0, 0, 0], 0, 1, False)])  # fmt: skip
-def test_a_pool_becomes_a_convolution_only_where_it_is_one(pads, count_include_pad, ceil_mode, rewritten):
+@pytest.mark.parametrize(("pads", "count_include_pad", "ceil_mode", "dilations", "rewritten"),
+                         [([0, 0, 0, 0], 0, 0, [1, 1], True), ([1, 1, 1, 1], 1, 0, [1, 1], True),
+                          ([1, 1, 1, 1], 0, 0, [1, 1], False), ([0, 0, 0, 0], 0, 1, [1, 1], False),
+                          ([0, 0, 0, 0], 0, 0, [2, 1], False)])  # fmt: skip
+def test_a_pool_becomes_a_convolution_only_where_it_is_one(pads, count_include_pad, ceil_mode, dilations, rewritten):
     pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 
     from y9deploy.int8.pool_conv import pools_as_convs
 
     pool = helper.make_node("AveragePool", ["images"], ["y"], name="p", kernel_shape=[3, 2], strides=[2, 1],
-                            pads=pads, count_include_pad=count_include_pad, ceil_mode=ceil_mode)  # fmt: skip
+                            pads=pads, count_include_pad=count_include_pad, ceil_mode=ceil_mode,
+                            dilations=dilations)  # fmt: skip
     graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 4, 7, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])  # 19: pools take dilations
     out, done = pools_as_convs(model)
     assert done == (["p"] if rewritten else [])
     assert out.graph.node[0].op_type == ("Conv" if rewritten else "AveragePool")

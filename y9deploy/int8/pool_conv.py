@@ -35,15 +35,17 @@ def _channels(model: Any) -> dict[str, int]:
 
 
 def convertible(node: Any, channels: dict[str, int]) -> bool:
-    """Whether an AveragePool equals a depthwise convolution: 2-D, ``ceil_mode`` 0, no pads or pads counted, a
-    static channel count."""
+    """Whether an AveragePool equals a depthwise convolution: 2-D, ``ceil_mode`` 0, not dilated, no pads or pads
+    counted, a static channel count."""
     if node.op_type != "AveragePool" or node.input[0] not in channels:
         return False
     a = _attrs(node)
     kernel = list(a.get("kernel_shape", []))
     pads = list(a.get("pads", [0] * 2 * len(kernel)))
     padded = any(pads) or a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID")
-    return len(kernel) == 2 and not a.get("ceil_mode", 0) and (not padded or a.get("count_include_pad", 0) == 1)
+    dilated = any(d != 1 for d in a.get("dilations", [1, 1]))
+    return (len(kernel) == 2 and not a.get("ceil_mode", 0) and not dilated
+            and (not padded or a.get("count_include_pad", 0) == 1))  # fmt: skip
 
 
 def pools_as_convs(model: Any) -> tuple[Any, list[str]]:
