@@ -3,8 +3,7 @@
 An ``AveragePool`` whose window never reaches padding (no pads, or ``count_include_pad=1``; ``ceil_mode=0``) is the
 same function as a depthwise ``Conv`` (``group`` = channels) whose weights are all ``1 / (kh * kw)``: same strides,
 pads and output. The rewrite matters for speed alone: ONNX Runtime fuses a quantized AveragePool into
-``QLinearAveragePool``, a slow kernel on x86 (about 20 ms of a 230 ms INT8 frame at 640 for gelan's five ADown
-pools, docs/benchmarks.md "INT8"), while a quantized depthwise convolution runs on its integer convolution kernels.
+``QLinearAveragePool``, a slow kernel on x86 (measured in docs/benchmarks.md "INT8"), while a quantized depthwise convolution runs on its integer convolution kernels.
 The weight ``1 / (kh * kw)`` is exact in INT8 with per-channel symmetric scales (every weight maps to 127).
 """
 

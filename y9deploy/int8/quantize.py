@@ -12,7 +12,7 @@ outliers; ``minmax``: the plain min and max over all images. Both keep two scala
 memory); percentile and entropy keep every calibration activation until the end (an earlier run reached 15 GB RSS).
 Before quantizing, each AveragePool becomes the depthwise convolution it equals (``y9deploy.int8.pool_conv``): the
 same function in float, and ONNX Runtime then runs it on its integer convolution kernels instead of its slow
-``QLinearAveragePool`` (FP32 / INT8 at 640 1.55x -> 1.70x on the dev box, docs/benchmarks.md "INT8").
+``QLinearAveragePool`` (measured in docs/benchmarks.md "INT8").
 """
 
 from __future__ import annotations
