@@ -3,8 +3,8 @@
 An ``AveragePool`` whose window never reaches padding (no pads, or ``count_include_pad=1``; ``ceil_mode=0``) is the
 same function as a depthwise ``Conv`` (``group`` = channels) whose weights are all ``1 / (kh * kw)``: same strides,
 pads and output. The rewrite matters for speed alone: ONNX Runtime fuses a quantized AveragePool into
-``QLinearAveragePool``, a slow kernel on x86 (measured in docs/benchmarks.md "INT8"), while a quantized depthwise convolution runs on its integer convolution kernels.
-The weight ``1 / (kh * kw)`` is exact in INT8 with per-channel symmetric scales (every weight maps to 127).
+``QLinearAveragePool``, a slow kernel on x86 (measured in docs/benchmarks.md "INT8"), while a quantized depthwise
+convolution runs on its integer convolution kernels. The weight ``1 / (kh * kw)`` is exact in INT8 with per-channel symmetric scales (every weight maps to 127).
 """
 
 from __future__ import annotations
