@@ -83,6 +83,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from y9core.data.yaml_config import load_data_yaml
+    from y9deploy.engine.onnx_info import inspect_onnx
     from y9deploy.int8.export import score
 
     result = {"model": args.model, "data": args.data, "calib_images": args.calib_images, "method": args.method,
@@ -96,8 +97,11 @@ def main() -> None:
                 m, n = score(args.data, path, "val")
                 result["accuracy"][name] = {"map50_95": m, "images": n}
                 print(f"accuracy {name}: mAP50-95 {m:.4f} on {n} val images", flush=True)
-        Path(tmp, "speed").mkdir()
-        fast = _export_three(args.model, args.data, args.speed_imgsz, Path(tmp, "speed"), args)
+        if not args.skip_accuracy and inspect_onnx(acc["fp32"]).imgsz == (args.speed_imgsz, args.speed_imgsz):
+            fast = acc  # the same three files (a model trained at 640): not exported and quantized again
+        else:
+            Path(tmp, "speed").mkdir()
+            fast = _export_three(args.model, args.data, args.speed_imgsz, Path(tmp, "speed"), args)
         frame = str(sorted(load_data_yaml(args.data).image_files("val"))[0])
         for threads in (int(t) for t in args.threads.split(",")):
             for level in args.levels.split(","):

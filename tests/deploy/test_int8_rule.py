@@ -73,3 +73,51 @@ def test_activation_range_is_the_min_max_or_its_mean_over_images(method):
     out = quantize_qdq(model, blobs, batch=1, exclude=[], method=method)
     want = (peaks.mean() if method == "average" else peaks.max()) / 255
     assert _input_scale(out) == pytest.approx(want, rel=1e-5)
+
+
+def _run(model, feed: dict) -> list:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)
+
+
+def test_the_embedded_models_average_pools_become_equal_depthwise_convolutions(embedded_export):
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    from y9deploy.int8.pool_conv import pools_as_convs
+
+    model = onnx.load(str(embedded_export(imgsz=160)))
+    pools = [n.name for n in model.graph.node if n.op_type == "AveragePool"]
+    out, done = pools_as_convs(model)
+    assert len(pools) == 5 and done == pools  # gelan-s: one per ADown
+    by_name = {n.name: n for n in out.graph.node}
+    assert all(by_name[p].op_type == "Conv" for p in done)
+    assert "AveragePool" not in {n.op_type for n in out.graph.node}
+    assert any(n.op_type == "AveragePool" for n in model.graph.node)  # the input is left as it was
+    x = np.random.default_rng(0).random((1, 3, 160, 160), dtype=np.float32)
+    (want,), (got,) = _run(model, {"images": x}), _run(out, {"images": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)  # boxes in pixels, scores in [0, 1]
+
+
+@pytest.mark.parametrize(("pads", "count_include_pad", "ceil_mode", "dilations", "rewritten"),
+                         [([0, 0, 0, 0], 0, 0, [1, 1], True), ([1, 1, 1, 1], 1, 0, [1, 1], True),
+                          ([1, 1, 1, 1], 0, 0, [1, 1], False), ([0, 0, 0, 0], 0, 1, [1, 1], False),
+                          ([0, 0, 0, 0], 0, 0, [2, 1], False)])  # fmt: skip
+def test_a_pool_becomes_a_convolution_only_where_it_is_one(pads, count_include_pad, ceil_mode, dilations, rewritten):
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from y9deploy.int8.pool_conv import pools_as_convs
+
+    pool = helper.make_node("AveragePool", ["images"], ["y"], name="p", kernel_shape=[3, 2], strides=[2, 1],
+                            pads=pads, count_include_pad=count_include_pad, ceil_mode=ceil_mode,
+                            dilations=dilations)  # fmt: skip
+    graph = helper.make_graph([pool], "g", [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 4, 7, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])  # 19: pools take dilations
+    out, done = pools_as_convs(model)
+    assert done == (["p"] if rewritten else [])
+    assert out.graph.node[0].op_type == ("Conv" if rewritten else "AveragePool")
+    x = np.random.default_rng(1).normal(size=(1, 4, 7, 6)).astype(np.float32)
+    np.testing.assert_allclose(_run(out, {"images": x})[0], _run(model, {"images": x})[0], rtol=1e-6, atol=1e-6)

@@ -10,6 +10,9 @@ chosen by measurement with the stem kept in float, docs/benchmarks.md "INT8"): e
 calibration images of each image's min and max (ONNX Runtime's MinMax with ``CalibMovingAverage``), which clips rare
 outliers; ``minmax``: the plain min and max over all images. Both keep two scalars per tensor and image (bounded
 memory); percentile and entropy keep every calibration activation until the end (an earlier run reached 15 GB RSS).
+Before quantizing, each AveragePool becomes the depthwise convolution it equals (``y9deploy.int8.pool_conv``): the
+same function in float, and ONNX Runtime then runs it on its integer convolution kernels instead of its slow
+``QLinearAveragePool`` (measured in docs/benchmarks.md "INT8").
 """
 
 from __future__ import annotations
@@ -58,10 +61,12 @@ def quantize_qdq(
     op_types: list[str] | None = None,
 ) -> Any:
     """The QDQ INT8 twin of ``model`` (onnx.ModelProto, FP32, y9 detector) calibrated on ``blobs`` (float32
-    [N, 3, H, W], fed ``batch`` at a time), the nodes ``exclude`` kept in float. Returns an onnx.ModelProto."""
+    [N, 3, H, W], fed ``batch`` at a time), its AveragePools as depthwise convolutions, the nodes ``exclude`` (names
+    of ``model``; a rewritten pool keeps its name) kept in float. Returns an onnx.ModelProto."""
     import onnx
 
     from y9deploy.int8.calib import make_reader
+    from y9deploy.int8.pool_conv import pools_as_convs
 
     q = _quantization()
     method = CalibMethod(method)
@@ -70,7 +75,7 @@ def quantize_qdq(
     chosen = methods[method]
     with tempfile.TemporaryDirectory(prefix="y9-int8-") as tmp:
         src, pre, dst = Path(tmp, "fp32.onnx"), Path(tmp, "pre.onnx"), Path(tmp, "int8.onnx")
-        onnx.save(model, str(src))
+        onnx.save(pools_as_convs(model)[0], str(src))
         q.quant_pre_process(str(src), str(pre), skip_optimization=True, skip_onnx_shape=False,
                             skip_symbolic_shape=True)  # fmt: skip
         q.quantize_static(
