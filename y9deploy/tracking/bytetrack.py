@@ -45,7 +45,7 @@ CLASS_BIAS = 0.25
 # (issue 45). Issue 53: on every lost track (issue 45's rule) it cost IDF1 0.03 at high noise on occlusion runs, where
 # a person followed for long comes back from behind another; on young tracks only it keeps its gains on issue 45's
 # noise model and is neutral on occlusion (tuning families, seeds 0-2: iid high ID switches 13.3 without it, 8.3 with
-# it; YOUNG_FRAMES 25: occlusion IDF1 -0.004, 50: -0.018; docs/benchmarks.md, "Tracking on several kinds of error").
+# it; YOUNG_FRAMES 25: occlusion IDF1 -0.004, 50: -0.018; docs/benchmarks.md, "Tracking", and docs/results/cpu-2026-12-06-mot-53-r3/).
 # Round 3, nine tuning families: 0.01 cost duplicates IDF1 0.005 (mean over levels); 0.005 helps or is neutral on all
 # nine (IDF1 +0.005 to +0.010 on six); YOUNG_FRAMES 5 lost most of it.
 LOST_RATE, YOUNG_FRAMES = 0.005, 10
@@ -53,7 +53,7 @@ LOST_RATE, YOUNG_FRAMES = 0.005, 10
 # the score still chooses between detections, but a true detection scored 0.3 no longer needs an overlap of IoU 0.67
 # with its track to match (0.5 now), which a jittered box often lacks; its track was lost, and a person scored below
 # the new-track threshold had no track at all (issue 53, lowscore family: MOTA +0.03 to +0.08; 0.3 kept less of it,
-# 0.5 cost duplicates at high noise 0.01 MOTA; docs/benchmarks.md, "Tracking on several kinds of error"). Round 3,
+# 0.5 cost duplicates at high noise 0.01 MOTA; docs/benchmarks.md, "Tracking", and docs/results/cpu-2026-12-06-mot-53-r3/). Round 3,
 # nine tuning families: 0.4 cost clutter 0.003 MOTA and fragments 0.003 IDF1 (means over levels); 0.35 is within
 # 0.002 of no floor on every family but lowscore, where it keeps part of the gain.
 SCORE_FLOOR = 0.35
