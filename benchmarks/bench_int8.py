@@ -3,13 +3,10 @@
     python benchmarks/bench_int8.py MODEL.pt --data DATA.yaml [--acc-imgsz N] [--speed-imgsz 640] [--rounds 15]
         [--calib-images 64] [--method average] [--keep stem] [--threads 1,2] [--out result.json]
 
-Accuracy: the FP32 export at ``--acc-imgsz`` (default: the model's trained size), its FP16 conversion and its INT8
-export (calibrated on the first ``--calib-images`` train images of DATA, ``--keep`` / ``--method`` as
-``y9 export --int8``; no gate here, the drop is reported), each scored by ``y9 val``'s validation of a deployed file
-on DATA's val split. Latency: the same three at ``--speed-imgsz`` (640), ``InferenceSession.run`` on one letterboxed
-frame (batch 1), for each thread count and graph optimisation level, the models taken in turn within each round
-(interleaved, so that the load of a shared machine falls on all of them alike); p50 over ``--rounds`` rounds after
-two warm-up runs. Prints markdown rows and writes JSON (``--out``).
+Accuracy: the FP32 export at ``--acc-imgsz`` (default: the trained size), its FP16 conversion and its INT8 export
+(``--calib-images`` train images, ``--keep`` / ``--method`` as ``y9 export --int8``; no gate), scored by ``y9 val`` on
+DATA's val split. Latency: the three at ``--speed-imgsz``, ``InferenceSession.run`` on one letterboxed frame (batch 1) per
+thread count and level, interleaved in each round; p50 over ``--rounds`` after two warm-ups. Prints rows, writes JSON.
 """
 
 from __future__ import annotations
