@@ -1,7 +1,6 @@
 """FP32 / FP16 / INT8 ONNX of one y9 model on the CPU with ONNX Runtime: mAP50-95 and batch-1 latency (issue 55).
 
-    python benchmarks/bench_int8.py MODEL.pt --data DATA.yaml [--acc-imgsz N] [--speed-imgsz 640] [--rounds 15]
-        [--calib-images 64] [--method average] [--keep stem] [--threads 1,2] [--out result.json]
+    python benchmarks/bench_int8.py MODEL.pt --data DATA.yaml [--rounds 15] [--threads 1,2] [--out result.json] (--help)
 
 Accuracy: the FP32 export at ``--acc-imgsz`` (default: the trained size), its FP16 conversion and its INT8 export
 (``--calib-images`` train images, ``--keep`` / ``--method`` as ``y9 export --int8``; no gate), scored by ``y9 val`` on
