@@ -1,5 +1,6 @@
-"""PyTorch backend: y9 ``.pt`` checkpoints (and official-format ones) through ``y9train``; the one place the
-deployment side reads a checkpoint (its model and its facts: ``checkpoint_facts``).
+"""PyTorch backend: y9 ``.pt`` checkpoints (and official-format ones) through ``y9train.checkpoints.deploy``, the
+trainer's one door for deployment (imported in one place, ``_trainer``); the one place the deployment side reads a
+checkpoint (its model and its facts: ``checkpoint_facts``).
 
 The model is re-parameterized for deployment (auxiliary branch dropped, Conv+BN and RepConvN fused). On
 CUDA it runs in FP16 with channels_last and, because the input shape is static per batch size, each batch
@@ -17,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from y9core.device_spec import parse_device
-from y9core.errors import BackendUnavailableError, ModelFileError
+from y9core.errors import BackendUnavailableError
 from y9core.files.file_paths import expect_file
 from y9core.model_facts import ModelFacts
+from y9deploy.engine.manifest import file_sha256
 from y9deploy.runtime.backends.backend import describe_model, is_torch_tensor
 
 MAX_BATCH = 256
@@ -37,80 +39,48 @@ def import_torch() -> Any:
     return torch
 
 
-def _load_checkpoint(path: Path) -> Any:
-    from y9train.checkpoint import load_checkpoint
-
-    expect_file(path, "checkpoint", "a .pt file")
-    try:
-        return load_checkpoint(path)
-    except (FileNotFoundError, ModelFileError):
-        raise
-    except Exception as exc:  # a truncated zip, a random file, an unknown pickle ...
-        raise ModelFileError(f"{path} could not be loaded as a y9 or official YOLOv9 checkpoint ({exc}).") from exc
-
-
-def _import_trainer_parts() -> Any:
+def _trainer() -> Any:
+    """``y9train.checkpoints.deploy``, the trainer's one door for deployment (torch first, for a clear sentence)."""
     import_torch()
     try:
-        from y9train import reparam
-        from y9train.checkpoints import facts as checkpoint_facts
+        from y9train.checkpoints import deploy
     except ImportError as exc:
         raise BackendUnavailableError(
             f"y9train could not be imported ({exc}); .pt checkpoints need the y9 training package and torch."
         ) from exc
-    return checkpoint_facts, reparam
+    return deploy
 
 
 def checkpoint_facts(source: Any) -> ModelFacts:
     """The model facts of a ``.pt`` checkpoint (or a loaded y9 model): what training recorded, with
     ``source_sha256`` the file's own sha256 (so every artifact exported from it carries the same hash)."""
-    facts_mod, _ = _import_trainer_parts()
+    trainer = _trainer()
     if isinstance(source, (str, Path)):
-        from y9deploy.engine.manifest import file_sha256
-        from y9train.checkpoints.load import read_y9_payload
-
         path = Path(source)
         expect_file(path, "checkpoint", "a .pt file")
-        sha = file_sha256(path)
-        payload = read_y9_payload(path)
-        if payload is not None:  # a y9 checkpoint's payload says it all: no model to build
-            return facts_mod.payload_facts(payload, source_sha256=sha, where=str(path))
-        return facts_mod.facts_of(_load_checkpoint(path), source_sha256=sha, where=str(path))
-    return facts_mod.facts_of(source)
+        return trainer.file_facts(path, file_sha256(path))
+    return trainer.model_facts(source)
 
 
 def checkpoint_digest(path: str | Path) -> str:
-    """What vouches for a ``.pt`` file's tensors: ``"verified"`` (a y9 checkpoint whose stored digest matched on
-    reading), ``"none"`` (a y9 checkpoint without one) or ``"official"`` (another format: no digest is recorded)."""
-    import_torch()
-    from y9train.checkpoints.integrity import DIGEST_KEY
-    from y9train.checkpoints.load import read_y9_payload
-
-    payload = read_y9_payload(Path(path))  # a digest that does not match is refused here, in one sentence
-    if payload is None:
-        return "official"
-    return "verified" if payload.get(DIGEST_KEY) is not None else "none"
+    """What vouches for a ``.pt`` file's tensors: ``"verified"``, ``"none"`` or ``"official"``
+    (``y9train.checkpoints.deploy.digest_state``)."""
+    return _trainer().digest_state(Path(path))
 
 
 def load_deploy_model(source: Any, *, fuse: bool = True) -> tuple[Any, ModelFacts]:
     """A checkpoint path or an nn.Module -> (the eval-mode deployment model (aux branch dropped, fused), its
     facts)."""
-    facts_mod, reparam = _import_trainer_parts()
+    trainer = _trainer()
     if isinstance(source, (str, Path)):
-        from y9deploy.engine.manifest import file_sha256
-
         path = Path(source)
-        model = _load_checkpoint(path)
-        facts = facts_mod.facts_of(model, source_sha256=file_sha256(path), where=str(path))
+        expect_file(path, "checkpoint", "a .pt file")
+        model = trainer.read_model(path)
+        facts = trainer.model_facts(model, source_sha256=file_sha256(path), where=str(path))
     else:
         model = source
-        facts = facts_mod.facts_of(model)
-    meta = dict(getattr(model, "meta", None) or {})
-    model = reparam.to_deploy(model)
-    if fuse:
-        model = reparam.fuse(model)
-    model.meta = meta
-    return model.eval(), facts
+        facts = trainer.model_facts(model)
+    return trainer.deploy_model(model, fuse=fuse), facts
 
 
 class TorchBackend:
