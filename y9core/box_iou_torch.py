@@ -1,6 +1,6 @@
-"""The one torch IoU: ``y9core.box_iou``'s function on tensors (torch is imported inside the functions).
+"""The one torch IoU: ``y9core.boxes``' IoU on tensors (torch is imported inside the functions).
 
-``box_iou_torch(a, b)`` computes the float operations of ``y9core.box_iou.box_iou`` in the same order, so
+``box_iou_torch(a, b)`` computes the float operations of ``y9core.boxes.box_iou`` in the same order, so
 that float32 results agree bit for bit with numpy's (a test checks it). Without a gradient to track it works
 in place (two buffers for an N x M matrix); when an input requires a gradient, the same operations run out of
 place so that autograd sees them (the box loss and CIoU).
@@ -20,7 +20,7 @@ def box_area_torch(boxes: Any) -> Any:
 
 def box_iou_torch(a: Any, b: Any, *, eps: float = 0.0, area_a: Any = None, area_b: Any = None) -> Any:
     """IoU of paired boxes: a (Tensor[..., 4] xyxy), b (Tensor[..., 4] xyxy) -> Tensor[...] (the leading
-    dims broadcast); the formula of ``y9core.box_iou`` (a zero union gives NaN).
+    dims broadcast); the formula of ``y9core.boxes`` (a zero union gives NaN).
 
     Args:
         eps: added to the union when not 0 (the box loss: 1e-7).

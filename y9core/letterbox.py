@@ -151,7 +151,7 @@ def unmap_factors(info: LetterboxInfo) -> tuple[np.ndarray, np.ndarray, np.ndarr
     """The map of boxes from network-input pixels back to the frame of ``info``, decided once per frame size:
     ``(offset, scale, limit)``, three ndarray[4] float32 over the columns x1, y1, x2, y2, for
     ``x_frame = (x - offset) * scale`` clipped to ``[0, limit]`` (``scale_boxes``; the Detector's host frame
-    plan hands them to ``y9core.post.nms.decode_nms_frame``).
+    plan hands them to ``y9core.boxes.decode_nms_frame``).
 
     The inverse of the resize really applied: ``offset = (left, top) = info.offset``, ``scale = w / resized_w``
     (and h / resized_h for y), ``limit`` the frame's width and height. The official ``scale_boxes`` subtracts the

@@ -28,6 +28,7 @@ RUNTIME = (
     "y9deploy.preprocess",
     "y9deploy.postprocess",
     "y9core.post",
+    "y9core.boxes",
 )
 #: the Detector runtime, which y9train must not import (nor may y9deploy.pre / y9deploy.post)
 DETECTOR_RUNTIME = ("y9deploy.runtime",)

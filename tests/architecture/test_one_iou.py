@@ -1,4 +1,4 @@
-"""One IoU per array kind: ``y9core.box_iou`` (numpy), ``y9core.box_iou_torch`` (torch) and the Triton kernel of
+"""One IoU per array kind: ``y9core.boxes`` (numpy), ``y9core.box_iou_torch`` (torch) and the Triton kernel of
 ``y9core.post.triton_nms``. Nothing else in the y9 packages computes an intersection over union: the source
 is read with ``ast`` and these signs of an IoU written out are looked for outside those three modules:
 
@@ -17,7 +17,7 @@ from tests.architecture.import_graph import PACKAGES
 from tests.conftest import REPO
 
 #: the three implementations
-IMPLEMENTATIONS = ("y9core/box_iou.py", "y9core/box_iou_torch.py", "y9core/post/triton_nms.py")
+IMPLEMENTATIONS = ("y9core/boxes.py", "y9core/box_iou_torch.py", "y9core/post/triton_nms.py")
 #: what a function may call to compute an IoU
 CORE_IOU = {"box_iou", "box_iou_matrix", "box_iou_torch", "box_iou_matrix_torch"}
 DIVISIONS = {"div", "div_", "divide", "true_divide"}
@@ -121,7 +121,7 @@ def test_no_iou_outside_the_three_implementations():
     bad = [f"{path}:{line}: {what}" for path, text in files.items() if path not in IMPLEMENTATIONS
            for line, what in iou_sites(text)]  # fmt: skip
     assert not bad, (
-        "IoU written outside y9core.box_iou / y9core.box_iou_torch / triton_nms:\n  " + "\n  ".join(bad)
+        "IoU written outside y9core.boxes / y9core.box_iou_torch / triton_nms:\n  " + "\n  ".join(bad)
     )
 
 

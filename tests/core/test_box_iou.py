@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from y9core.box_iou import box_area, box_iou, box_iou_matrix
+from y9core.boxes import box_area, box_iou, box_iou_matrix
 
 torch = pytest.importorskip("torch")
 from y9core.box_iou_torch import box_area_torch, box_iou_matrix_torch, box_iou_torch  # noqa: E402

@@ -53,7 +53,7 @@ def test_runtime_imports_and_runs_without_torch(tiny):
         sys.meta_path.insert(0, BlockTorch())
         import cv2
         import y9deploy.runtime, y9deploy.measure.bench, y9deploy.measure.doctor, y9deploy.detections, y9deploy.preprocess
-        import y9deploy.postprocess, y9core.post.nms, y9core.post.rows, y9core.post.choice
+        import y9deploy.postprocess, y9core.boxes, y9core.post.nms, y9core.post.rows, y9core.post.choice
         import y9deploy.runtime.backends.onnxruntime_backend, y9deploy.runtime.backends.torch_backend
         import y9deploy.runtime.backends.tensorrt_backend, y9deploy.runtime.backends.cuda, y9deploy.runtime.gpu_pipeline
         import y9core.post.torch_batched, y9deploy.post.graph, y9deploy.post.runner, y9deploy.pre.device

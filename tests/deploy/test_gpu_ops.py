@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from tests.conftest import shared_path  # noqa: E402
 from tests.deploy.test_postprocess import random_prediction  # noqa: E402
-from y9core.box_iou import box_iou_matrix as box_iou  # noqa: E402
+from y9core.boxes import box_iou_matrix as box_iou  # noqa: E402
 from y9core.post.torch_batched import batched_postprocess_torch, box_iou_torch  # noqa: E402
 from y9deploy.postprocess import postprocess  # noqa: E402
 from y9deploy.pre.host import prepare  # noqa: E402

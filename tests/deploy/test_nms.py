@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import y9core.post.nms as nms_mod
-from y9core.box_iou import box_iou_matrix as box_iou
-from y9core.post.nms import MAX_WH, batched_nms, nms
+import y9core.boxes as boxes_mod
+from y9core.boxes import MAX_WH, nms
+from y9core.boxes import box_iou_matrix as box_iou
+from y9core.post.nms import batched_nms
 
 F32 = np.float32
 
@@ -65,7 +66,7 @@ def test_nms_across_many_blocks_and_with_small_blocks(monkeypatch):
     want = ref_nms(boxes, scores, 0.45)
     assert len(want) > 50
     assert nms(boxes, scores, 0.45).tolist() == want
-    monkeypatch.setattr(nms_mod, "BLOCK", 7)  # many blocks, kept boxes cross block borders
+    monkeypatch.setattr(boxes_mod, "BLOCK", 7)  # many blocks, kept boxes cross block borders
     assert nms(boxes, scores, 0.45).tolist() == want
     assert nms(boxes, scores, 0.45, max_det=10).tolist() == want[:10]
 

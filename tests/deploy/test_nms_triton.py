@@ -123,10 +123,10 @@ def test_kernel_dense_chain():
 @pytest.mark.parametrize("k", [1, 33, 130, 260])  # one word, two, five, nine (K above 256)
 def test_iou_bits_equal_overlaps(k):
     """The packed bits computed from the boxes equal ``iou > t`` of the float32 formula (``box_iou_torch``,
-    itself equal to ``nms.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
+    itself equal to ``boxes.box_iou``) for every i < j < n, ties at the threshold included; the scan of them (output
     buffer pre-filled with junk: the words left unwritten must not matter) equals the greedy reference."""
     from tests.deploy.test_nms import random_boxes
-    from y9core.post.nms import threshold_below
+    from y9core.boxes import threshold_below
     from y9core.post.torch_batched import box_iou_torch
 
     rng = np.random.default_rng(k)

@@ -172,7 +172,8 @@ def test_to_detections_scales_back_to_the_frame():
 def test_host_modules_import_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import y9deploy.preprocess, y9core.post.nms, y9deploy.postprocess, y9deploy.detections, y9deploy.draw\n"
+        "import y9deploy.preprocess, y9core.boxes, y9core.post.nms, y9deploy.postprocess, y9deploy.detections\n"
+        "import y9deploy.draw\n"
         "import y9deploy.pre.torch_letterbox, y9core.post.torch_batched, y9deploy.post.graph\n"
         "import numpy as np\n"
         "out = y9deploy.postprocess.postprocess(np.zeros((1, 6, 8), np.float32))\n"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.deploy.runtime_support import export_blob_onnx, planted_squares
-from y9core.box_iou import box_iou_matrix as box_iou
+from y9core.boxes import box_iou_matrix as box_iou
 from y9deploy import Detections, Detector
 from y9deploy.pipelines.predict.results import read_jsonl
 from y9deploy.pipelines.tiling import (

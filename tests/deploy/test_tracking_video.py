@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.deploy.track_scene import LINE, SLOW_OBJECTS, FrameServer, crossing_frame, make_scene
-from y9core.box_iou import box_iou_matrix
+from y9core.boxes import box_iou_matrix
 from y9deploy.pipelines.predict.results import read_jsonl
 from y9deploy.tracking.counting import Counting, CountLine
 from y9deploy.tracking.tracker import make_tracker

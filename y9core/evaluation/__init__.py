@@ -6,5 +6,5 @@
   folder; ``plots``: its pictures; ``coco_categories``, ``coco_results``: COCO's ids and results rows.
 
 Arrows: ``metrics`` -> ``curves``; ``report`` -> ``confusion``, ``plots``, ``coco_*``; ``metrics``, ``confusion``
--> ``y9core.box_iou``; ``report``, ``plots`` -> ``y9core.files``.
+-> ``y9core.boxes``; ``report``, ``plots`` -> ``y9core.files``.
 """

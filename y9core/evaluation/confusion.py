@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from y9core.box_iou import box_iou_matrix
+from y9core.boxes import box_iou_matrix
 
 DEFAULT_CONF, DEFAULT_IOU = 0.25, 0.45
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from y9core.box_iou import box_iou
+from y9core.boxes import box_iou
 from y9core.evaluation.curves import ValCurves, confidence_curves, f1_score
 
 __all__ = ["evaluate", "evaluator_name", "fitness", "match_at_iou"]
@@ -93,7 +93,7 @@ def _keep_top_per_image_class(
 
 def _coco_corners(xywh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """xywh (ndarray[K, 4]) -> (ndarray[K, 4] corners ``(x, y, x + w, y + h)``, ndarray[K] areas ``w * h``):
-    pycocotools' arithmetic, for ``y9core.box_iou`` (whose IoU of them, with ``zero_empty``, is pycocotools')."""
+    pycocotools' arithmetic, for ``y9core.boxes`` (whose IoU of them, with ``zero_empty``, is pycocotools')."""
     return np.c_[xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], xywh[:, 2] * xywh[:, 3]
 
 

@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from y9core.box_iou_torch import box_iou_matrix_torch as box_iou_torch
+from y9core.boxes import MAX_WH, threshold_below
 from y9core.post.choice import PostImpl, record_failure
-from y9core.post.nms import MAX_NMS, MAX_WH, check_classes, check_thresholds, decode_nms, threshold_below
+from y9core.post.nms import MAX_NMS, check_classes, check_thresholds, decode_nms
 
 BUDGET = 1 << 27  # elements of one [b, K, K] IoU group (float32: 512 MB)
 CHECK_EVERY = 4  # fixed-point passes of the greedy NMS between convergence checks
@@ -223,7 +224,7 @@ def sorted_boxes(pred: Any, sel: Candidates, k: int) -> tuple[Any, Any, Any]:
 
 
 def class_offsets_torch(boxes: Any, alive: Any) -> Any:
-    """``nms.class_offsets``'s offset per image: boxes Tensor[B, K, 4], alive Tensor[B, K] bool (the real
+    """``boxes.class_offsets``'s offset per image: boxes Tensor[B, K, 4], alive Tensor[B, K] bool (the real
     candidates) -> Tensor[B] float32, MAX_WH unless the candidates span more (then ceil(span + 1))."""
     import torch
 

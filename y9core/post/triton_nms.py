@@ -65,8 +65,8 @@ def _iou_bits(boxes_ptr, n_ptr, t_ptr, words_ptr, K, W, BI: tl.constexpr):  # no
     [1]) -> words (int32 [B, K, W]): bit ``j % 32`` of word ``j // 32`` of row ``i`` is ``iou(i, j) > t`` for
     ``i < j < n``, else 0.
 
-    A program computes one word (32 columns) of BI rows, with the float32 operations of ``y9core.box_iou``
-    (``nms.box_iou``) in its order (``enable_fp_fusion=False``: no fused multiply-adds; ``div_rn``: IEEE
+    A program computes one word (32 columns) of BI rows, with the float32 operations of ``y9core.boxes``
+    (``box_iou``) in its order (``enable_fp_fusion=False``: no fused multiply-adds; ``div_rn``: IEEE
     division), so the bits equal the host's comparisons. Tiles the scan never reads are not written: rows >= n,
     words at or beyond n, and words wholly left of the tile's first row (the scan reads row i's bits only for
     j > i... and bits j < i of words it already passed cannot change its result: see ``_scan``).
@@ -133,7 +133,7 @@ def iou_bits(boxes: Any, n: Any, t: Any, out: Any = None) -> Any:
     Args:
         boxes (Tensor[B, K, 4] float32): xyxy boxes sorted by descending score (K <= MAX_K).
         n (Tensor[B] int): boxes of each image (positions >= n are padding).
-        t (Tensor[1] float32): the threshold (``nms.threshold_below(iou)``).
+        t (Tensor[1] float32): the threshold (``boxes.threshold_below(iou)``).
         out: a Tensor[B, K, W] int32 to write into (tests fill it with junk first).
     Returns:
         Tensor[B, K, W] int32, W = ceil(K / 32): the ``pack_rows`` layout of ``iou[i, j] > t`` for

@@ -10,7 +10,7 @@ captured once per shape and replayed:
    class filter (read from device buffers, so changing ``conf``/``iou``/``classes``/``agnostic`` needs no new
    capture); the candidates of each image (capped at ``max_nms``); the stable descending order of the scores.
 2. ``nms`` graph (per shape, lane, ``K`` and ``max_det``): the first K candidates of each image by score, xywh
-   -> xyxy, per-class offsets (the span rule of ``nms.class_offsets``, times 0 when agnostic), the IoU > t
+   -> xyxy, per-class offsets (the span rule of ``boxes.class_offsets``, times 0 when agnostic), the IoU > t
    bits packed 32 to a word straight from the boxes (Triton kernel ``triton_nms.iou_bits``: no [B, K, K]
    float matrix), the greedy scan (``triton_nms.scan_words``, max_det included), and the kept rows scattered
    into ``out [B, max_det + 1, 6]`` (row ``max_det``: kept count, candidate count), downloaded into pinned
@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from y9core.post.nms import MAX_NMS, threshold_below
+from y9core.boxes import threshold_below
+from y9core.post.nms import MAX_NMS
 
 MIN_K = 64  # smallest K of an nms graph
 BUDGET = 1 << 30  # most bytes of the packed [B, K, K / 32] IoU bits of one nms graph

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from y9core.boxes import clip_scores  # the one clip of the runtime's scores
 from y9core.letterbox import LetterboxInfo, scale_boxes
-from y9core.post.nms import clip_scores  # the one clip of the runtime's scores
 from y9deploy.detections import Detections, Names, checked_names
 
 
@@ -25,7 +25,7 @@ def to_detections(
         info: the frame's ``LetterboxInfo`` (from ``prepare``); None keeps input pixels.
         names: class names.
         clip: clip the boxes to the frame.
-    The scores are clipped to [0, 1] (``y9core.post.nms.clip_scores``).
+    The scores are clipped to [0, 1] (``y9core.boxes.clip_scores``).
     """
     rows = np.asarray(rows, np.float32)
     if rows.ndim != 2 or rows.shape[1] != 6:

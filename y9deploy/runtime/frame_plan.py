@@ -8,7 +8,7 @@ what is left per frame is one call into each of three modules. ``Detector.predic
 
     plan.pre.load(frame); for step in plan.pre.steps: step()    # pre.host.frame_pre: OpenCV/numpy on buffers
     outputs = backend.infer(plan.pre.blob)                      # the backend (the Detector's, looked up per call)
-    xyxy, scores, classes = plan.rows(outputs[plan.output])     # y9core.post.nms.decode_nms_frame
+    xyxy, scores, classes = plan.rows(outputs[plan.output])     # y9core.boxes.decode_nms_frame
     detections = plan.detections(xyxy, scores, classes)         # y9deploy.detections.Detections.unchecked
 
 Each rule stays in its one module; a plan holds only what those rules decided for its frames, and gives the
@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from y9core.boxes import decode_nms_frame
 from y9core.letterbox import unmap_factors
 from y9core.post.choice import PostImpl
-from y9core.post.nms import MAX_NMS, check_classes, check_thresholds, decode_nms_frame
+from y9core.post.nms import MAX_NMS, check_classes, check_thresholds
 from y9deploy.detections import Detections, checked_names
 from y9deploy.pre.host import FramePre, frame_pre
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from y9core.box_iou import box_iou_matrix
+from y9core.boxes import box_iou_matrix
 from y9core.errors import BackendUnavailableError
 from y9deploy.detections import Detections
 from y9deploy.tracking.box_kalman import BoxKalman

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from y9core.box_iou import box_area, box_iou
+from y9core.boxes import box_area, box_iou
 from y9core.post.nms import batched_nms
 from y9deploy.detections import Detections
 
@@ -36,7 +36,7 @@ def _ios_suppress(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, th
 
 
 def _overlaps(box: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(IoU (``y9core.box_iou``), intersection over the smaller box) of ``box`` [4] with each of ``others`` [K, 4]."""
+    """(IoU (``y9core.boxes``), intersection over the smaller box) of ``box`` [4] with each of ``others`` [K, 4]."""
     iw = np.minimum(others[:, 2], box[2]) - np.maximum(others[:, 0], box[0])
     ih = np.minimum(others[:, 3], box[3]) - np.maximum(others[:, 1], box[1])
     inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from y9core.box_iou import box_iou_matrix as box_iou
+from y9core.boxes import box_iou_matrix as box_iou
 
 
 def matched_ground_truth(
