@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from tests.reliability.kill_zygote import Zygote
 from tests.train.trainer_fixtures import without_timing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,8 +75,13 @@ class ChildRun:
 
 
 def run_child(kill: str, args: list[str], env: dict[str, str], *, kill_after: float | None = None,
-              timeout: float = 300) -> ChildRun:  # fmt: skip
-    """``y9 ARGS`` in a subprocess, killed at ``kill`` (see kill_child) or by this process after ``kill_after`` s."""
+              timeout: float = 300, zygote: Zygote | None = None) -> ChildRun:  # fmt: skip
+    """``y9 ARGS`` in a subprocess, killed at ``kill`` (see kill_child) or by this process after ``kill_after`` s;
+    with ``zygote``, a child forked by that server (started with ``env``; no ``kill_after``)."""
+    if zygote is not None:
+        if kill_after is not None:
+            raise ValueError("kill_after needs a fresh subprocess, not a zygote's child")
+        return ChildRun(*zygote.run(kill, args, timeout))
     cmd = [sys.executable, "-m", "tests.reliability.kill_child", kill, "--", *args]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -101,9 +107,9 @@ class Reference:
     seconds: float
 
 
-def reference_run(spec: RunSpec, workdir: Path, env: dict[str, str]) -> Reference:
+def reference_run(spec: RunSpec, workdir: Path, env: dict[str, str], zygote: Zygote | None = None) -> Reference:
     """The uninterrupted run of ``spec``, trained into ``workdir/reference`` (its seconds in ``seconds.txt``)."""
-    res = run_child("none", spec.train_args(workdir, "reference"), env, timeout=spec.timeout)
+    res = run_child("none", spec.train_args(workdir, "reference"), env, timeout=spec.timeout, zygote=zygote)
     if res.returncode != 0:
         raise RuntimeError(f"the reference run failed: {res.stderr[-2000:]}")
     (workdir / "reference" / "seconds.txt").write_text(f"{res.seconds!r}\n")
@@ -144,8 +150,10 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
 
 
 def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, reference: Reference,
-                    env: dict[str, str], *, kill_after: float | None = None) -> TrialResult:  # fmt: skip
-    """One trial: train killed at ``kill`` (or after ``kill_after`` s), then ``y9 train --resume``, then the checks."""
+                    env: dict[str, str], *, kill_after: float | None = None,
+                    zygote: Zygote | None = None) -> TrialResult:  # fmt: skip
+    """One trial: train killed at ``kill`` (or after ``kill_after`` s), then ``y9 train --resume``, then the checks
+    (the processes forked by ``zygote`` when given: see run_child)."""
     from y9core.errors import ModelFileError
     from y9train.checkpoint import load_checkpoint
     from y9train.checkpoints.load import read_checkpoint
@@ -156,7 +164,8 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
     run_dir = workdir / name
     weights = run_dir / "weights"
     label = kill if kill_after is None else f"time:{kill_after:.2f}s"
-    first = run_child(kill, spec.train_args(workdir, name), env, kill_after=kill_after, timeout=spec.timeout)
+    first = run_child(kill, spec.train_args(workdir, name), env, kill_after=kill_after, timeout=spec.timeout,
+                      zygote=zygote)  # fmt: skip
     result = TrialResult(label, spec.val, "resumed", 0, [], False, 0.0)
     fail = result.failures.append
     if not first.killed and first.returncode != 0:
@@ -179,14 +188,14 @@ def kill_and_resume(spec: RunSpec, workdir: Path, name: str, kill: str, referenc
         if rows:
             fail(f"results.csv records {len(rows)} finished epochs but there is no last.pt")
         result.outcome = "restarted"
-        again = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout)
+        again = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout, zygote=zygote)
         said = again.stderr.strip().splitlines()
         if again.returncode != 2 or len(said) != 1 or "last.pt" not in said[0] or str(run_dir) not in said[0]:
             fail(f"resuming without a last.pt did not say so in one sentence: {again.stderr[-500:]}")
         result.seconds = time.perf_counter() - t0
         return result
 
-    resumed = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout)
+    resumed = run_child("none", spec.resume_args(run_dir), env, timeout=spec.timeout, zygote=zygote)
     result.best_recreated = "re-created from" in resumed.stdout
     if resumed.returncode != 0:
         fail(f"the resume failed (exit {resumed.returncode}): {resumed.stderr[-800:]}")

@@ -1,5 +1,8 @@
-"""Kill a short coco8 CPU run (``y9 train`` in a subprocess, SIGKILL) at a handful of points, resume it, and check
+"""Kill a short coco8 CPU run (``y9 train`` in a child process, SIGKILL) at a handful of points, resume it, and check
 that nothing is lost (see kill_harness for the checks); the resume arguments that cannot apply are refused.
+
+The runs are children forked by one fork server per module (kill_zygote: the interpreter and torch start once, not
+per run); the benchmark below and tests/cli/test_signals.py run ``y9`` as fresh processes.
 
 The 50-point version of this is ``benchmarks/bench_kill_resume.py`` (result in docs/benchmarks.md).
 """
@@ -8,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import made_once, shared_path, y9_output
+from tests.conftest import REPO, made_once, shared_path, y9_output
 from tests.reliability.kill_harness import RunSpec, child_env, kill_and_resume, read_reference, reference_run
+from tests.reliability.kill_zygote import Zygote
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +34,14 @@ def env(workdir):
 
 
 @pytest.fixture(scope="module")
-def references(coco8, env, tmp_path_factory):
+def zygote(env, workdir):
+    server = Zygote(env, REPO, workdir / "logs")
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def references(coco8, env, zygote, tmp_path_factory):
     """Uninterrupted runs, made once per test run (shared by the pytest-xdist workers): with validation (best
     epoch 1 at these sizes) and without (best = latest)."""
     made = {}
@@ -39,7 +50,7 @@ def references(coco8, env, tmp_path_factory):
         if val not in made:
             spec = RunSpec(coco8, val=val)
             folder = made_once(tmp_path_factory, f"kill-ref-{'val' if val else 'noval'}",
-                               lambda f: reference_run(spec, f, env))  # fmt: skip
+                               lambda f: reference_run(spec, f, env, zygote))  # fmt: skip
             made[val] = (spec, read_reference(folder / "reference"), folder / "reference")
         return made[val]
 
@@ -60,9 +71,9 @@ def references(coco8, env, tmp_path_factory):
         ),  # right after the final last.pt appears: nothing left to train, best.pt missing
     ],
 )
-def test_a_killed_run_resumes_without_losing_anything(kill, val, references, workdir, env):
+def test_a_killed_run_resumes_without_losing_anything(kill, val, references, workdir, env, zygote):
     spec, reference, _ = references(val)
-    result = kill_and_resume(spec, workdir, kill.replace(":", "-"), kill, reference, env)
+    result = kill_and_resume(spec, workdir, kill.replace(":", "-"), kill, reference, env, zygote=zygote)
     assert result.outcome == "resumed", result
     assert result.ok, result.failures
     if kill.startswith("replace:last"):
@@ -71,15 +82,15 @@ def test_a_killed_run_resumes_without_losing_anything(kill, val, references, wor
         assert result.tmp_at_kill  # the kill left a temporary file; the resume removed it (checked in ok)
 
 
-def test_the_official_recipe_resumes_exactly_with_deterministic(coco8, workdir, env):
+def test_the_official_recipe_resumes_exactly_with_deterministic(coco8, workdir, env, zygote):
     """``--hyp official --deterministic`` (the accumulation ramp, the dropped gradients at an epoch's end, the
     per-epoch LR step), killed in its last epoch before the epoch was saved, ends as the uninterrupted run does. The
     flags travel in the run's settings: the resume is given only the run folder (and ``--workers``)."""
     spec = RunSpec(coco8, epochs=3, extra=("--hyp", "official", "--deterministic"))
     folder = workdir / "ref-official"
     folder.mkdir()
-    reference = reference_run(spec, folder, env)
-    result = kill_and_resume(spec, workdir, "official-step-3", "event:on_step_end:3", reference, env)
+    reference = reference_run(spec, folder, env, zygote)
+    result = kill_and_resume(spec, workdir, "official-step-3", "event:on_step_end:3", reference, env, zygote=zygote)
     # epoch 2's last.pt may still be on its way to disk (async_save): the resume then starts from epoch 1's
     assert result.outcome == "resumed" and result.done_at_kill in (1, 2), result
     assert result.ok, result.failures
