@@ -3,7 +3,8 @@
 The commands of one guide run in order, in one temporary folder (a later command uses the files of an earlier
 one, as a reader following the guide would), with the venv's ``y9`` first on PATH and this checkout's packages on
 PYTHONPATH. A plain ``y9 ARGS`` runs through the console entry point in the test's process (``in_process_args``:
-the interpreter and torch start once, not per command; the entry point's own process is tested in tests/cli);
+the interpreter and torch start once, not per command; the entry point's own process is tested in tests/cli), and so
+does a plain ``python -c CODE`` or ``python SCRIPT ARGS`` (``in_process_python``: as ``__main__``, with its argv);
 pipes, lists, globs, ``python ...`` and the like run in bash. Big inputs are replaced by small ones and a few
 options shrunk, by the tables of ``tests/docs/doc_inputs.py`` (each row with its reason); blocks that cannot run
 on a CPU-only machine carry a ``<!-- y9-docs: skip (reason) -->`` marker (``tests/docs/doc_blocks.py``), and are
@@ -50,12 +51,65 @@ def in_process_args(command: str) -> list[str] | None:
     return words[1:]
 
 
+def in_process_python(command: str) -> list[str] | None:
+    """The ``sys.argv`` of a plain ``python -c CODE [ARGS]`` (``["-c", ARGS...]``, CODE last) or ``python SCRIPT
+    ARGS`` (``[SCRIPT, ARGS...]``), run in this process as ``__main__`` (``_python_output``); ``None`` for anything a
+    shell must run (the rules of ``in_process_args``) and for ``python -m`` or other interpreter options."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return None
+    if len(words) < 2 or words[0] not in {"python", "python3"}:
+        return None
+    code = words[2] if words[1] == "-c" and len(words) > 2 else None
+    plain = words[1:2] + words[3:] if code is not None else words[1:]
+    if any(set(w) & set("|&;<>()$`*?[]{}~") for w in plain):
+        return None  # a shell operator outside quotes, or a variable, glob, ~ in an argument
+    if code is not None:
+        return ["-c", *words[3:], code]
+    return None if words[1].startswith("-") else words[1:]
+
+
+def _python_output(argv: list[str]) -> subprocess.CompletedProcess:
+    """``python -c CODE`` / ``python SCRIPT ARGS`` (``in_process_python``'s argv) in this process: its exit status
+    (0, a SystemExit's code, or 1 with the traceback on stderr) and what it printed."""
+    import io
+    import runpy
+    import traceback
+    from contextlib import redirect_stderr, redirect_stdout
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    code = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            if argv[0] == "-c":
+                sys.argv, sys.path[:0] = argv[:-1], [""]
+                exec(compile(argv[-1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+            else:
+                sys.argv, sys.path[:0] = list(argv), [str(Path(argv[0]).resolve().parent)]
+                runpy.run_path(argv[0], run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if not isinstance(exc.code, int | None):
+                print(exc.code, file=sys.stderr)
+        except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, exit 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 def _run(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``text`` as the guide's reader runs it: ``y9 ARGS`` in this process with the same working folder and
-    environment (``in_process_args``; the test's own folder and environment are put back after it, whatever the
-    command changed), anything else through ``bash -e -o pipefail -c``."""
-    args = in_process_args(text)
-    if args is None:
+    """``text`` as the guide's reader runs it: ``y9 ARGS`` (``in_process_args``) and plain ``python`` commands
+    (``in_process_python``) in this process with the same working folder and environment (the test's own folder and
+    environment are put back after it, whatever the command changed), anything else through ``bash -e -o pipefail
+    -c``."""
+    args, argv = in_process_args(text), in_process_python(text)
+    if args is None and argv is None:
         return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=COMMAND_TIMEOUT_S)  # fmt: skip
     saved = dict(os.environ)
@@ -63,7 +117,7 @@ def _run(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
         with chdir(cwd):
             os.environ.clear()
             os.environ.update(env)
-            return y9_output(*args)
+            return y9_output(*args) if args is not None else _python_output(argv)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -138,6 +192,12 @@ def test_substitutions_keep_the_command():
     for shell_only in ("y9 info m.onnx | head", "y9 val a && y9 val b", "y9 predict 'photos/*.jpg'",
                        "y9 export m.pt > log", "python -c 'import y9'", "Y9_DEBUG=1 y9 info m.onnx", "y9 x $HOME"):
         assert in_process_args(shell_only) is None, shell_only
+    assert in_process_python("python -c 'import y9; print(1)'") == ["-c", "import y9; print(1)"]
+    assert in_process_python("python3 /r/samples/drone_video.py a.onnx --out o/t.mp4") == [
+        "/r/samples/drone_video.py", "a.onnx", "--out", "o/t.mp4"]
+    for shell_only in ("python -m y9cli info m.onnx", "python -c 'import y9' | head", "python s.py *.jpg",
+                       "y9 info m.onnx", "pythonx s.py", "python -O s.py"):
+        assert in_process_python(shell_only) is None, shell_only
     p = prepare("y9 reparam yolov9-c.pt gelan-c.pt")
     assert p.inputs == ["yolov9-c.pt"] and p.changes == []
 
