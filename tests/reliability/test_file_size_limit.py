@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from tests.conftest import REPO, TEST_DATA
+from tests.conftest import REPO, TEST_DATA, y9_output
 from tests.deploy.runtime_support import export_tiny_onnx
 from tests.reliability.bounded_run import run_y9
 from tests.train.data_fixtures import coco_pair_dataset
@@ -94,12 +94,13 @@ def test_predict_stops_naming_the_annotated_copy_it_could_not_write(tiny, tmp_pa
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
-    """One finished epoch of a tiny run: its folder (last.pt about 40 MB, best.pt about 10 MB)."""
+    """One finished epoch of a tiny run: its folder (last.pt about 40 MB, best.pt about 10 MB). Trained in this
+    process (no limit applies to it: only the resume below runs in a child under ``ulimit -f``)."""
     root = tmp_path_factory.mktemp("fsize")
     data = coco_pair_dataset(root / "data")
     args = ["train", "--data", str(data), "--model", "gelan-t", "--epochs", "1", "--imgsz", "64", "--batch", "2",
             "--device", "cpu", "--workers", "0", "--project", str(root / "runs"), "--name", "a"]  # fmt: skip
-    run = run_y9(args, root, address_space=None)
+    run = y9_output(*args)
     assert run.returncode == 0, run.stderr
     return root / "runs" / "a"
 
