@@ -5,14 +5,12 @@ written before the digest existed still load.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 
 import pytest
 import torch
 
-from tests.conftest import REPO, shared_path
+from tests.conftest import shared_path, y9_output
 from y9core.errors import ModelFileError
 from y9train.checkpoint import load_checkpoint
 from y9train.checkpoints.load import read_checkpoint, save_checkpoint
@@ -27,9 +25,10 @@ def model():
     return build_model("gelan-t", nc=3, names=["scratch", "dent", "crack"]).eval()
 
 
-@pytest.fixture
-def good(model, tmp_path):
-    return save_checkpoint(model, tmp_path / "good.pt", imgsz=320, epoch=4)
+@pytest.fixture(scope="module")
+def good(model, tmp_path_factory):
+    """The intact checkpoint, written once: the tests only read it (each damaged copy goes to its own tmp_path)."""
+    return save_checkpoint(model, tmp_path_factory.mktemp("good") / "good.pt", imgsz=320, epoch=4)
 
 
 def _one_sentence(exc: BaseException, path) -> str:
@@ -75,8 +74,7 @@ def test_flipped_bytes_are_refused_by_every_entry_point(good, tmp_path, where):
     with pytest.raises(ModelFileError) as err:
         Detector(bad, device="cpu")
     assert "is damaged" in _one_sentence(err.value, bad)
-    res = subprocess.run([sys.executable, "-m", "y9cli", "info", str(bad)], cwd=REPO, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    res = y9_output("info", bad)  # the console entry point in this process (its own process: tests/cli)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert (
         res.stderr.strip().startswith(f"error: {bad}: is damaged")
@@ -192,6 +190,13 @@ def _train_state():
             "history": [{"epoch": 1}, {"epoch": 2}], "config": {}, "rng": rng_state()}  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def intact_state_reads(model, tmp_path_factory):
+    """The unedited ``_train_state()`` reads back (checked once for the module): each case below fails by its edit."""
+    ok = save_checkpoint(model, tmp_path_factory.mktemp("state") / "ok.pt", train_state=_train_state())
+    assert read_train_state(ok)[1]["epoch"] == 1
+
+
 @pytest.mark.parametrize(
     "change",
     [
@@ -209,9 +214,8 @@ def _train_state():
         "rng without numpy",
     ],
 )
-def test_malformed_training_state_is_one_sentence(model, tmp_path, change):
+def test_malformed_training_state_is_one_sentence(model, tmp_path, change, intact_state_reads):
     state = _train_state()
-    assert read_train_state(save_checkpoint(model, tmp_path / "ok.pt", train_state=state))[1]["epoch"] == 1
     edits = {
         "epoch=one": {"epoch": "one"},
         "history short": {"history": [{"epoch": 1}]},
