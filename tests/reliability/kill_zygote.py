@@ -26,7 +26,8 @@ from pathlib import Path
 
 
 def _child(request: dict) -> None:
-    """In the forked child: output to the request's files, the kill point, then ``y9 ARGS``; never returns."""
+    """In the forked child: output to the request's files, the kill point, then ``y9 ARGS``; never returns: its
+    SystemExit ends the interpreter as a ``y9`` process ends (exit handlers, threads joined, files flushed)."""
     code = 1
     try:
         os.chdir(request["cwd"])
@@ -42,17 +43,13 @@ def _child(request: dict) -> None:
 
         install(request["kill"])
         sys.argv = ["y9", *request["args"]]
-        try:
-            main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BaseException:  # noqa: BLE001 - the child must end here, with its traceback on its stderr
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - the child ends here, with its traceback on its stderr
         traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    raise SystemExit(code)
 
 
 #: imported before the first fork: what a ``y9 train`` run imports (torch._dynamo: by the first torch.optim
