@@ -3,6 +3,8 @@ by the pytest-xdist workers)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,35 @@ def embedded_export(embedded_pt, tmp_path_factory):
 def coco8():
     """The eight coco8 images of tests/data (``LabelledImage``: path, frame, boxes in pixels)."""
     return coco8_images()
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One ``y9`` command run in ``cwd``: its exit status and what it printed (stdout, stderr)."""
+
+    cwd: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="session")
+def embedded_val(embedded_pt, tmp_path_factory) -> CliRun:
+    """``y9 val --data coco128/data.yaml --model <embedded .pt> --workers 0 --batch 16 --save-json``, run once per test
+    run in an empty folder (no --project: the run folder is the default ``runs/val`` there), through the console
+    entry point in this process; shared by the workers (``made_once``). test_val_report reads its files,
+    test_val_and_verify compares its mAP with ``y9 val`` of the ONNX."""
+    from tests.conftest import shared_path, y9_output
+
+    data = shared_path("datasets", "coco128", "data.yaml")
+
+    def run(folder: Path) -> None:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(folder)
+            res = y9_output("val", "--data", data, "--model", embedded_pt, "--workers", "0", "--batch", "16",
+                            "--save-json")  # fmt: skip
+        (folder / "cli.json").write_text(json.dumps([res.returncode, res.stdout, res.stderr]))
+
+    folder = made_once(tmp_path_factory, "embedded-val", run)
+    code, out, err = json.loads((folder / "cli.json").read_text())
+    return CliRun(folder, code, out, err)
