@@ -137,13 +137,14 @@ def test_rectangular_384x640(tmp_path):
     assert box <= RTOL and score <= RTOL
 
 
-def test_end2end_equals_host_decode_and_nms_and_is_refused_by_rtx(tmp_path):
-    model, real640 = _model_and_inputs("embedded", (416, 416))  # the embedded model's own size
-    path = tmp_path / "gs-e2e.onnx"
-    report = export_onnx_report(model, path, imgsz=416, dynamic_batch=True, end2end=True, check_input=real640[:2])
-    meta = read_metadata(report.path)
-    assert meta.end2end and meta.nms_defaults["max_output_boxes"] == 300
-    model = onnx.load(str(report.path))
+def test_end2end_equals_host_decode_and_nms_and_is_refused_by_rtx(embedded_export, tmp_path):
+    """The embedded model's own size (416); the dynamic-batch end-to-end export of the run (``embedded_export``,
+    the one test_detector_parity and test_model_facts use)."""
+    _, real640 = _model_and_inputs("embedded", (416, 416))
+    path = embedded_export(dynamic_batch=True, end2end=True)
+    meta = read_metadata(path)
+    assert meta.end2end and meta.dynamic_batch and meta.nms_defaults["max_output_boxes"] == 300
+    model = onnx.load(str(path))
     # expose the raw output0 too, so that the host runs on exactly the same numbers
     model.graph.output.append(onnx.helper.make_tensor_value_info("output0", onnx.TensorProto.FLOAT, None))
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
