@@ -33,9 +33,23 @@ def embedded_export(embedded_pt, tmp_path_factory):
 
         name = "-".join([f"e{imgsz}", *(f"{k}={v}" for k, v in sorted(options.items()))])
         def export(folder: Path) -> None:
-            export_onnx_report(embedded_pt, folder / f"{name}.onnx", imgsz=imgsz, **options)
+            report = export_onnx_report(embedded_pt, folder / f"{name}.onnx", imgsz=imgsz, **options)
+            parity = [{"rtol": p.rtol, "passed": p.passed, "batch": p.batch} for p in report.parity]
+            (folder / f"{name}.report.json").write_text(json.dumps({"parity": parity}))
 
         return made_once(tmp_path_factory, f"embedded-{name}", export) / f"{name}.onnx"
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def embedded_export_parity(embedded_export):
+    """``embedded_export_parity(imgsz=IMGSZ, **export_options) -> list[dict]``: the export report's parity checks
+    (``rtol``, ``passed``, ``batch`` of each) of ``embedded_export`` with the same options."""
+
+    def get(imgsz: int = IMGSZ, **options) -> list[dict]:
+        path = embedded_export(imgsz, **options)
+        return json.loads(path.with_suffix(".report.json").read_text())["parity"]
 
     return get
 

@@ -109,19 +109,22 @@ def test_source_hash_is_the_weights_hash(small_model, tmp_path):
     assert state_dict_sha256(other) != a.metadata["source_sha256"]
 
 
-def test_half_export(small_model, tmp_path):
-    report = export_onnx_report(small_model, tmp_path / "h.onnx", imgsz=160, half=True)
-    model = onnx.load(str(report.path))
+def test_half_export(small_model, embedded_export, embedded_export_parity):
+    """The embedded model's FP16 export of the run (``embedded_export(half=True)``, at its own 416, the one
+    test_detector_parity and test_backends run)."""
+    path = embedded_export(half=True)
+    model = onnx.load(str(path))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
     assert model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
-    assert [p.rtol for p in report.parity] == [1e-3, 2e-2] and all(p.passed for p in report.parity)
-    x = np.random.default_rng(9).random((1, 3, 160, 160), dtype=np.float32)
-    got, ref = _run(report.path, x.astype(np.float16)).astype(np.float32), _torch(small_model, x)
+    parity = embedded_export_parity(half=True)
+    assert [p["rtol"] for p in parity] == [1e-3, 2e-2] and all(p["passed"] for p in parity)
+    x = np.random.default_rng(9).random((1, 3, 416, 416), dtype=np.float32)
+    got, ref = _run(path, x.astype(np.float16)).astype(np.float32), _torch(small_model, x)
     assert (
         got.dtype == np.float32 and np.abs(got[:, :4] - ref[:, :4]).max() <= 2e-2 * np.abs(ref[:, :4]).max()
     )
     fp32_weight_bytes = 4 * sum(p.numel() for p in small_model.parameters())
-    assert read_metadata(report.path).half and report.path.stat().st_size < 0.6 * fp32_weight_bytes
+    assert read_metadata(path).half and path.stat().st_size < 0.6 * fp32_weight_bytes
 
 
 def test_half_end2end_export(small_model, tmp_path, coco8):
