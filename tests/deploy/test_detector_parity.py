@@ -26,7 +26,7 @@ BOX_PX, SCORE = 0.1, 1e-4  # frame pixels (the frames are ~2x the 320 input), sc
 def detections(embedded_pt, embedded_export, coco8):
     from y9deploy import Detector
 
-    paths = {"pt": embedded_pt, "onnx": embedded_export(), "e2e": embedded_export(end2end=True)}
+    paths = {"pt": embedded_pt, "onnx": embedded_export(), "e2e": embedded_export(dynamic_batch=True, end2end=True)}
     frames = [im.frame for im in coco8]
     out = {}
     for key, path in paths.items():

@@ -1,6 +1,8 @@
-"""Issue 3's Done-when at 640: the embedded default model (trained weights; issue 11) static, dynamic batch,
-384x640, end2end against host decode + NMS, an ahead-of-time sm89 engine, the end2end refusal; and yolov9-c
-(the official fixture weights: the dual architecture, re-parameterized on export; at 320, calibrated there).
+"""Issue 3's Done-when at 640: the embedded default model (trained weights; issue 11) static, dynamic batch (which
+also holds the dynamic-batch facts test_export_onnx checked at 160), end2end against host decode + NMS, an
+ahead-of-time sm89 engine, the end2end refusal; and yolov9-c (the official fixture weights: the dual architecture,
+re-parameterized on export; at 320, calibrated there). The 384x640 export is test_export_onnx's static rectangular
+one.
 
 yolov9-c's BatchNorm statistics are re-estimated on real images (see tests/deploy/export_models.py) and it is
 checked on letterboxed photos on which its float32 rounding stays small. Each test is self-contained
@@ -98,6 +100,7 @@ def test_embedded_static_dynamic_and_sm89_engine(tmp_path):
     graph = onnx.load(str(dyn.path)).graph
     assert isinstance(_dims(graph.input[0])[0], str) and _dims(graph.input[0])[1:] == [3, 640, 640]
     assert isinstance(_dims(graph.output[0])[0], str) and _dims(graph.output[0])[1:] == [84, 8400]
+    assert dyn.parity[0].batch == 2 and read_metadata(dyn.path).dynamic_batch  # checked at another batch than traced
     sess = _session(dyn.path)
     for batch in (1, 4):
         x = real640[:batch]
@@ -126,24 +129,14 @@ def test_yolov9_c_static_and_sm89_engine_after_reparam(tmp_path):
     _check_engine(build_engine(tmp_path / "yc.onnx", target="sm89"), "gelan-c", [1, 1, 1], 320)
 
 
-def test_rectangular_384x640(tmp_path):
-    model, x = _model_and_inputs("embedded", (384, 640))
-    x = x[:2]
-    report = export_onnx_report(model, tmp_path / "gs-384x640.onnx", imgsz=(384, 640), check_input=x[:1])
-    assert read_metadata(report.path).imgsz == (384, 640)
-    got = _session(report.path).run(["output0"], {"images": x[1:]})[0]
-    assert got.shape == (1, 84, 48 * 80 + 24 * 40 + 12 * 20)
-    box, score = rel_diff(got, torch_out(model, x[1:]))
-    assert box <= RTOL and score <= RTOL
-
-
-def test_end2end_equals_host_decode_and_nms_and_is_refused_by_rtx(tmp_path):
-    model, real640 = _model_and_inputs("embedded", (416, 416))  # the embedded model's own size
-    path = tmp_path / "gs-e2e.onnx"
-    report = export_onnx_report(model, path, imgsz=416, dynamic_batch=True, end2end=True, check_input=real640[:2])
-    meta = read_metadata(report.path)
-    assert meta.end2end and meta.nms_defaults["max_output_boxes"] == 300
-    model = onnx.load(str(report.path))
+def test_end2end_equals_host_decode_and_nms_and_is_refused_by_rtx(embedded_export, tmp_path):
+    """The embedded model's own size (416); the dynamic-batch end-to-end export of the run (``embedded_export``,
+    the one test_detector_parity and test_model_facts use)."""
+    _, real640 = _model_and_inputs("embedded", (416, 416))
+    path = embedded_export(dynamic_batch=True, end2end=True)
+    meta = read_metadata(path)
+    assert meta.end2end and meta.dynamic_batch and meta.nms_defaults["max_output_boxes"] == 300
+    model = onnx.load(str(path))
     # expose the raw output0 too, so that the host runs on exactly the same numbers
     model.graph.output.append(onnx.helper.make_tensor_value_info("output0", onnx.TensorProto.FLOAT, None))
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

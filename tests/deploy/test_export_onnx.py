@@ -1,5 +1,6 @@
-"""export_onnx on the embedded default model (trained weights, at 160-320): graph, shapes, metadata, parity,
-checkpoints, bad input; the official dual checkpoint against the official outputs.
+"""export_onnx on the embedded default model (trained weights, at 160-384x640): graph, shapes, metadata, parity,
+checkpoints, bad input; the official dual checkpoint against the official outputs. The dynamic batch export is
+checked in test_export_models (at 640, with its engine).
 
 Trained weights keep the network sensitive to its input and well-conditioned in float32, so the torch vs
 ONNX Runtime comparisons hold on any x86-64 CPU; a default-initialised network is not useful here (its output
@@ -48,49 +49,45 @@ def _dims(vi):
     return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in vi.type.tensor_type.shape.dim]
 
 
-def test_static_rectangular_export(small_model, tmp_path):
+def test_static_rectangular_export(small_model, coco8, tmp_path):
+    """384x640 (issue 3's rectangular size): graph, shapes, fused and simplified, metadata, onnxruntime against the
+    unfused torch model on a random input and on a letterboxed photo, the caller's model untouched."""
+    from y9deploy.pre.host import prepare
+
     before = {k: v.clone() for k, v in small_model.state_dict().items()}
     had_bn = any(isinstance(m, nn.BatchNorm2d) for m in small_model.modules())
-    report = export_onnx_report(small_model, tmp_path / "m.onnx", imgsz=(192, 256))
+    report = export_onnx_report(small_model, tmp_path / "m.onnx", imgsz=(384, 640))
     path = report.path
     assert path == tmp_path / "m.onnx" and not list(tmp_path.glob("*.tmp"))
     model = onnx.load(str(path))
     onnx.checker.check_model(model, full_check=True)
-    anchors = 24 * 32 + 12 * 16 + 6 * 8
-    assert [i.name for i in model.graph.input] == ["images"] and _dims(model.graph.input[0]) == [
-        1,
-        3,
-        192,
-        256,
-    ]
-    assert [o.name for o in model.graph.output] == ["output0"] and _dims(model.graph.output[0]) == [
-        1,
-        84,
-        anchors,
-    ]
+    anchors = 48 * 80 + 24 * 40 + 12 * 20
+    assert [i.name for i in model.graph.input] == ["images"] and _dims(model.graph.input[0]) == [1, 3, 384, 640]
+    assert [o.name for o in model.graph.output] == ["output0"] and _dims(model.graph.output[0]) == [1, 84, anchors]
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     # fused and simplified: no BatchNormalization left, never more nodes than the raw export
     assert report.simplified and report.nodes_simplified <= report.nodes_raw == report.nodes_raw
     assert not [n for n in model.graph.node if n.op_type == "BatchNormalization"]
     assert len(model.graph.node) == report.nodes_simplified
     assert report.parity[0].passed and report.parity[0].rtol == 1e-3
-    # onnxruntime equals the (unfused) torch model on another input
-    x = np.random.default_rng(5).random((1, 3, 192, 256), dtype=np.float32)
+    # onnxruntime equals the (unfused) torch model on another input, and on a photo letterboxed to 384x640
+    x = np.random.default_rng(5).random((1, 3, 384, 640), dtype=np.float32)
     got, ref = _run(path, x), _torch(small_model, x)
     assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+    photo, _ = prepare([coco8[4].frame], (384, 640))
+    got, ref = _run(path, photo), _torch(small_model, photo)
+    assert got.shape == (1, 84, anchors)
+    box = np.abs(got[:, :4] - ref[:, :4]).max() / np.abs(ref[:, :4]).max()
+    assert box <= 1e-3 and np.abs(got[:, 4:] - ref[:, 4:]).max() <= 1e-3, box
     # metadata
     meta = read_metadata(path)
-    assert (
-        meta.names == small_model.names
-        and len(meta.names) == 80
-        and meta.stride == [8.0, 16.0, 32.0]
-        and meta.imgsz == (192, 256)
-    )
+    assert meta.names == small_model.names and len(meta.names) == 80 and meta.stride == [8.0, 16.0, 32.0]
+    assert meta.imgsz == (384, 640)
     assert meta.letterbox == LETTERBOX and meta.model == small_model.name and meta.y9_version
     assert (meta.end2end, meta.dynamic_batch, meta.half) == (False, False, False)
     assert len(meta.source_sha256) == 64
     props = {p.key: p.value for p in model.metadata_props}
-    assert json.loads(props["imgsz"]) == [192, 256] and props["half"] == "0"
+    assert json.loads(props["imgsz"]) == [384, 640] and props["half"] == "0"
     # the caller's model is untouched (not fused, same weights)
     assert any(isinstance(m, nn.BatchNorm2d) for m in small_model.modules()) == had_bn
     assert all(torch.equal(before[k], v) for k, v in small_model.state_dict().items())
@@ -112,33 +109,22 @@ def test_source_hash_is_the_weights_hash(small_model, tmp_path):
     assert state_dict_sha256(other) != a.metadata["source_sha256"]
 
 
-def test_dynamic_batch_only_batch_is_symbolic(small_model, tmp_path):
-    report = export_onnx_report(small_model, tmp_path / "d.onnx", imgsz=160, dynamic_batch=True)
-    model = onnx.load(str(report.path))
-    in_dims, out_dims = _dims(model.graph.input[0]), _dims(model.graph.output[0])
-    assert isinstance(in_dims[0], str) and in_dims[1:] == [3, 160, 160]
-    assert isinstance(out_dims[0], str) and out_dims[1:] == [84, 20 * 20 + 10 * 10 + 5 * 5]
-    assert report.parity[0].batch == 2  # checked at a batch other than the traced one
-    for batch in (1, 3):
-        x = np.random.default_rng(batch).random((batch, 3, 160, 160), dtype=np.float32)
-        got, ref = _run(report.path, x), _torch(small_model, x)
-        assert got.shape == ref.shape and np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
-    assert read_metadata(report.path).dynamic_batch
-
-
-def test_half_export(small_model, tmp_path):
-    report = export_onnx_report(small_model, tmp_path / "h.onnx", imgsz=160, half=True)
-    model = onnx.load(str(report.path))
+def test_half_export(small_model, embedded_export, embedded_export_parity):
+    """The embedded model's FP16 export of the run (``embedded_export(half=True)``, at its own 416, the one
+    test_detector_parity and test_backends run)."""
+    path = embedded_export(half=True)
+    model = onnx.load(str(path))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
     assert model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
-    assert [p.rtol for p in report.parity] == [1e-3, 2e-2] and all(p.passed for p in report.parity)
-    x = np.random.default_rng(9).random((1, 3, 160, 160), dtype=np.float32)
-    got, ref = _run(report.path, x.astype(np.float16)).astype(np.float32), _torch(small_model, x)
+    parity = embedded_export_parity(half=True)
+    assert [p["rtol"] for p in parity] == [1e-3, 2e-2] and all(p["passed"] for p in parity)
+    x = np.random.default_rng(9).random((1, 3, 416, 416), dtype=np.float32)
+    got, ref = _run(path, x.astype(np.float16)).astype(np.float32), _torch(small_model, x)
     assert (
         got.dtype == np.float32 and np.abs(got[:, :4] - ref[:, :4]).max() <= 2e-2 * np.abs(ref[:, :4]).max()
     )
     fp32_weight_bytes = 4 * sum(p.numel() for p in small_model.parameters())
-    assert read_metadata(report.path).half and report.path.stat().st_size < 0.6 * fp32_weight_bytes
+    assert read_metadata(path).half and path.stat().st_size < 0.6 * fp32_weight_bytes
 
 
 def test_half_end2end_export(small_model, tmp_path, coco8):

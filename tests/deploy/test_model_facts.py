@@ -19,7 +19,7 @@ NAMES = ["a", "b", "c"]
 def test_an_end2end_onnx_with_3_names_for_80_classes_is_refused(embedded_export, tmp_path):
     from y9deploy import Detector
 
-    path = _with_props(embedded_export(end2end=True), tmp_path / "e2e-lie.onnx", names=json.dumps(NAMES))
+    path = _with_props(embedded_export(dynamic_batch=True, end2end=True), tmp_path / "e2e-lie.onnx", names=json.dumps(NAMES))
     with pytest.raises(ModelFileError) as err:
         Detector(path, device="cpu")
     text = str(err.value)

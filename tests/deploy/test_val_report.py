@@ -11,7 +11,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from tests.conftest import shared_path
 from y9core.evaluation.coco_categories import COCO91_IDS
@@ -23,26 +22,20 @@ COCO = pytest.importorskip("pycocotools.coco").COCO
 
 
 @pytest.fixture(scope="module")
-def report(embedded_pt, tmp_path_factory):
-    """``y9 val --save-json`` of the embedded model over coco128's val split, run in an empty folder."""
-    from y9cli.app import app
-
-    data = shared_path("datasets", "coco128", "data.yaml")
-    cwd = tmp_path_factory.mktemp("val")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(cwd)
-        res = CliRunner().invoke(app, ["val", "--data", str(data), "--model", str(embedded_pt), "--workers", "0",
-                                       "--batch", "16", "--save-json"])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert "16 images at 416x416, " in res.output  # the size it ran at (the trained one), said and recorded
-    out = cwd / "runs" / "val"
-    assert f"saved to {Path('runs') / 'val'}: metrics.json" in res.output
+def report(embedded_val):
+    """``y9 val --save-json`` of the embedded model over coco128's val split, run in an empty folder (the session's
+    one run, ``embedded_val`` in conftest.py, which test_val_and_verify shares)."""
+    res = embedded_val
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "16 images at 416x416, " in res.stdout  # the size it ran at (the trained one), said and recorded
+    out = res.cwd / "runs" / "val"
+    assert f"saved to {Path('runs') / 'val'}: metrics.json" in res.stdout
     names = {p.name for p in out.iterdir()}
     assert names >= {"metrics.json", "per_class.csv", "curves.json", "confusion_matrix.csv", "predictions.json",
                      *PICTURES}  # fmt: skip
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["validated"]["imgsz"] == [416, 416]
-    return out, data, doc
+    return out, shared_path("datasets", "coco128", "data.yaml"), doc
 
 
 def _ground_truth(data: Path) -> tuple[COCO, dict[int, np.ndarray]]:
