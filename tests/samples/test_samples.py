@@ -1,9 +1,12 @@
 """Every script in samples/ runs, on small inputs, as its docstring says (issue 44 item 4): a sample that a user
-copies first must not write nothing and exit 0."""
+copies first must not write nothing and exit 0. The scripts run in this process (``runpy``, as ``__main__``, with
+their own argv and folder: no interpreter and torch start per run), except where the process's own report is what
+is tested (a ``sys.exit`` message on stderr)."""
 
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 
@@ -25,6 +28,22 @@ def _run(script: str, *args, cwd) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
+def _run_here(script: str, *args, cwd, monkeypatch, capsys) -> subprocess.CompletedProcess:
+    """``python samples/SCRIPT ARGS`` in this process, in ``cwd``: its exit status (``sys.exit``'s, 0 when it returns)
+    and what it printed, as ``_run`` returns them."""
+    capsys.readouterr()
+    with monkeypatch.context() as patch:
+        patch.chdir(cwd)
+        patch.setattr(sys, "argv", [str(SAMPLES / script), *map(str, args)])
+        try:
+            runpy.run_path(str(SAMPLES / script), run_name="__main__")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess([script, *args], code, out.out, out.err)
+
+
 @pytest.fixture(scope="module")
 def model():
     from y9deploy.default_model import default_model_path
@@ -39,8 +58,9 @@ def test_every_sample_is_run_by_a_test():
         assert f'"samples" / "{name}"' in test.read_text()
 
 
-def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path):
-    res = _run("quickstart.py", model, IMAGES[0], "--out", "out/deep/annotated.jpg", cwd=tmp_path)
+def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path, monkeypatch, capsys):
+    res = _run_here("quickstart.py", model, IMAGES[0], "--out", "out/deep/annotated.jpg", cwd=tmp_path,
+                    monkeypatch=monkeypatch, capsys=capsys)  # fmt: skip
     assert res.returncode == 0, res.stderr
     img = cv2.imread(str(tmp_path / "out/deep/annotated.jpg"))
     assert img is not None and img.shape == cv2.imread(str(IMAGES[0])).shape
@@ -48,13 +68,15 @@ def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_drone_video_writes_its_video_into_a_missing_folder_at_the_sources_speed(model, tmp_path, stride):
+def test_drone_video_writes_its_video_into_a_missing_folder_at_the_sources_speed(model, tmp_path, stride, monkeypatch,
+                                                                                  capsys):
     writer = cv2.VideoWriter(str(tmp_path / "clip.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 12, (320, 240))
     for p in IMAGES[:3] * 2:
         writer.write(cv2.resize(cv2.imread(str(p)), (320, 240)))
     writer.release()
-    res = _run("drone_video.py", model, "clip.mp4", "--out", "out/tracked.mp4", "--track", "bytetrack",
-               "--stride", stride, "--count-line", "0,120,320,120", cwd=tmp_path)  # fmt: skip
+    res = _run_here("drone_video.py", model, "clip.mp4", "--out", "out/tracked.mp4", "--track", "bytetrack",
+                    "--stride", stride, "--count-line", "0,120,320,120", cwd=tmp_path, monkeypatch=monkeypatch,
+                    capsys=capsys)  # fmt: skip
     assert res.returncode == 0, res.stderr
     cap = cv2.VideoCapture(str(tmp_path / "out" / "tracked.mp4"))
     frames, fps = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), cap.get(cv2.CAP_PROP_FPS)
@@ -72,12 +94,13 @@ def test_drone_video_says_when_it_cannot_write(model, tmp_path):
     assert res.returncode == 1 and res.stderr.startswith("error: cannot write taken/out.mp4: its folder cannot be made")
 
 
-def test_inspection_line_passes_and_fails_parts(model, tmp_path):
+def test_inspection_line_passes_and_fails_parts(model, tmp_path, monkeypatch, capsys):
     parts = tmp_path / "parts"
     parts.mkdir()
     for p in IMAGES[:3]:
         (parts / p.name).write_bytes(p.read_bytes())
-    ok = _run("inspection_line.py", model, parts, "--max-defects", "1000", cwd=tmp_path)
+    here = {"cwd": tmp_path, "monkeypatch": monkeypatch, "capsys": capsys}
+    ok = _run_here("inspection_line.py", model, parts, "--max-defects", "1000", **here)
     assert ok.returncode == 0 and ok.stdout.strip().endswith("3/3 parts passed"), ok.stderr
-    strict = _run("inspection_line.py", model, parts, "--max-defects", "0", "--min-conf", "0.3", cwd=tmp_path)
+    strict = _run_here("inspection_line.py", model, parts, "--max-defects", "0", "--min-conf", "0.3", **here)
     assert strict.returncode == 1 and "FAIL" in strict.stdout

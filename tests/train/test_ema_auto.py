@@ -69,10 +69,10 @@ def test_trainer_builds_its_ema_with_the_resolved_tau_and_keeps_it_on_resume(tmp
     from rich.console import Console
 
     reporter = Reporter(True, Console(file=out, width=300, highlight=False))
-    cfg = tiny_config(data, tmp_path, val=False, epochs=3, hyp={"ema_tau": 0.0})
+    cfg = tiny_config(data, tmp_path, val=False, epochs=1, hyp={"ema_tau": 0.0})
     trainer = Trainer(cfg, reporter=reporter)
     result = trainer.fit()
-    steps = planned_steps(3, 3, cfg.batch, cfg.hyp.nbs)
+    steps = planned_steps(cfg.epochs, 3, cfg.batch, cfg.hyp.nbs)  # 3 train images
     tau = resolve_ema_tau(Hyp(), steps=steps)[0].ema_tau
     assert trainer.ema.tau == tau == trainer.config.hyp.ema_tau
     assert f"ema_tau auto -> {tau:g} (the EMA averages about the last 10% of {steps} planned steps" in out.getvalue()

@@ -211,19 +211,23 @@ def _record_steps(trainer: Trainer) -> dict[str, list]:
 RUN = {"nbs": 4, "warmup_epochs": 1.0, "warmup_min_iters": 4, "optimizer": "sgd", "close_mosaic": 0}
 
 
-def test_official_switches_in_a_real_run_steps_lr_and_dropped_gradients(tmp_path):
-    """Ramp + drop + per-epoch lr, 9 batches: accumulate(ni) = 1, 2, 2 (2.5 rounds to even), 3, 4, then 4; steps
-    after batches 0, 2 and 6 (the official loop above); the pending gradients of batches 3-5 and 7-8 are dropped
-    (zeroed, no step) at the epoch ends; lr constant within an epoch after warmup: warmup ends in epoch 1 (batch 4)
-    at lr0 * lf(1), batch 5 keeps it, and epoch 2 trains at what the scheduler set at epoch 1's end, lr0 * lf(1)."""
+def test_official_switches_in_a_real_run_steps_lr_dropped_gradients_and_resume(tmp_path):
+    """One uninterrupted run with the official switches (ramp + drop + per-epoch lr), 9 batches, then the same run
+    interrupted in epoch 2 and resumed:
+    1. accumulate(ni) = 1, 2, 2 (2.5 rounds to even), 3, 4, then 4; steps after batches 0, 2 and 6 (the official
+       loop above); the pending gradients of batches 3-5 and 7-8 are dropped (zeroed, no step) at the epoch ends;
+    2. lr constant within an epoch after warmup: warmup ends in epoch 1 (batch 4) at lr0 * lf(1), batch 5 keeps
+       it, and epoch 2 trains at what the scheduler set at epoch 1's end, lr0 * lf(1);
+    3. the resumed run knows the last step was after batch 2 (replayed from the counters), so batch 3 does not
+       step (3 - 2 < accumulate 3); its result equals the uninterrupted run's."""
     data = coco_pair(tmp_path)
     hyp = {**RUN, "warmup_accumulate_ramp": True, "epoch_end": "drop", "lr_step": "epoch"}
-    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, val=False, hyp=hyp))
+    trainer = Trainer(tiny_config(data, tmp_path, name="full", epochs=3, batch=1, val=False, hyp=hyp))
     seen = _record_steps(trainer)
-    result = trainer.fit()
-    assert seen["steps"] == official_step_batches(3, 3, 4, 4, 1) == [0, 2, 6] and result.steps == 3
+    full = trainer.fit()
+    assert seen["steps"] == official_step_batches(3, 3, 4, 4, 1) == [0, 2, 6] and full.steps == 3
     assert seen["grads_at_epoch_end"] == [False, False, False]  # zeroed: nothing reaches the next epoch
-    rows = _steps_csv(result.save_dir)
+    rows = _steps_csv(full.save_dir)
     lf = [(1 - e / 3) * (1 - 0.01) + 0.01 for e in range(3)]
     expected = [
         np.interp(ni, [0, 4], [0.0, 0.01 * lf[ni // 3]]) if ni < 4 else 0.01 * lf[max(ni // 3 - 1, 1)]
@@ -232,29 +236,6 @@ def test_official_switches_in_a_real_run_steps_lr_and_dropped_gradients(tmp_path
     assert expected[6] == expected[5]  # the lag: epoch 2 at lf(1)
     assert [r["lr"] for r in rows] == pytest.approx(expected, rel=1e-6)
     assert [r["step"] for r in rows] == [1, 1, 2, 2, 2, 2, 3, 3, 3]
-
-
-def test_y9_switches_in_a_real_run_step_at_epoch_ends_and_lr_per_batch(tmp_path):
-    """Same run with y9's switches: accumulate 4 > 3 batches, so one (partial) step at each epoch's end; the lr
-    follows the schedule at fractional epochs t = ni / 3 (warmup towards lr0 * lf(t))."""
-    data = coco_pair(tmp_path)
-    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, val=False, hyp=RUN))
-    seen = _record_steps(trainer)
-    result = trainer.fit()
-    assert seen["steps"] == [2, 5, 8] and result.steps == 3
-    rows = _steps_csv(result.save_dir)
-    lf = [(1 - (ni / 3) / 3) * (1 - 0.01) + 0.01 for ni in range(9)]
-    expected = [np.interp(ni, [0, 4], [0.0, 0.01 * lf[ni]]) if ni < 4 else 0.01 * lf[ni] for ni in range(9)]
-    assert [r["lr"] for r in rows] == pytest.approx(expected, rel=1e-6)
-    assert len({r["lr"] for r in rows[4:6]}) == 2  # changes within an epoch
-
-
-def test_resume_continues_the_accumulation_counter_across_the_epoch_boundary(tmp_path):
-    """Official switches, interrupted in epoch 2: the resumed run knows the last step was after batch 2 (replayed
-    from the counters), so batch 3 does not step (3 - 2 < accumulate 3); the result equals the uninterrupted run."""
-    data = coco_pair(tmp_path)
-    hyp = {**RUN, "warmup_accumulate_ramp": True, "epoch_end": "drop", "lr_step": "epoch"}
-    full = Trainer(tiny_config(data, tmp_path, name="full", epochs=3, batch=1, val=False, hyp=hyp)).fit()
 
     def interrupt(trainer):
         if trainer.epoch == 1:
@@ -271,6 +252,21 @@ def test_resume_continues_the_accumulation_counter_across_the_epoch_boundary(tmp
     a, b = read_checkpoint(full.last), read_checkpoint(result.last)
     for key in a["model"]:
         assert torch.equal(a["train"]["model"][key], b["train"]["model"][key]), key
+
+
+def test_y9_switches_in_a_real_run_step_at_epoch_ends_and_lr_per_batch(tmp_path):
+    """Same run with y9's switches: accumulate 4 > 3 batches, so one (partial) step at each epoch's end; the lr
+    follows the schedule at fractional epochs t = ni / 3 (warmup towards lr0 * lf(t))."""
+    data = coco_pair(tmp_path)
+    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, val=False, hyp=RUN))
+    seen = _record_steps(trainer)
+    result = trainer.fit()
+    assert seen["steps"] == [2, 5, 8] and result.steps == 3
+    rows = _steps_csv(result.save_dir)
+    lf = [(1 - (ni / 3) / 3) * (1 - 0.01) + 0.01 for ni in range(9)]
+    expected = [np.interp(ni, [0, 4], [0.0, 0.01 * lf[ni]]) if ni < 4 else 0.01 * lf[ni] for ni in range(9)]
+    assert [r["lr"] for r in rows] == pytest.approx(expected, rel=1e-6)
+    assert len({r["lr"] for r in rows[4:6]}) == 2  # changes within an epoch
 
 
 def _steps_csv(save_dir) -> list[dict[str, float]]:
@@ -339,7 +335,7 @@ def test_y9_train_cli_takes_a_recipe_name(tmp_path):
     from y9cli.app import app
 
     data = coco_pair(tmp_path)
-    args = ["train", "--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "2",
+    args = ["train", "--data", str(data), "--model", "gelan-t", "--imgsz", "64", "--epochs", "1", "--batch", "2",
             "--workers", "0", "--no-val", "--device", "cpu", "--project", str(tmp_path), "--name", "run", "plots=false"]  # fmt: skip
     res = CliRunner().invoke(app, [*args, "--hyp", "official", "warmup_min_iters=1"])
     assert res.exit_code == 0, res.output

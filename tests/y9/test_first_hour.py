@@ -73,7 +73,7 @@ def test_a_yolo_users_first_hour_as_one_script(tmp_path):
     assert len(images) == 8
     model = tmp_path / "model.pt"
     shutil.copy(y9.default_model_path(), model)
-    n_frames = _video(tmp_path / "video.mp4", images[:3])
+    n_frames = _video(tmp_path / "video.mp4", images[:3], repeat=1)
     (tmp_path / "list.txt").write_text("".join(f"{p}\n" for p in images[:4]))
     (tmp_path / "first_hour.py").write_text(SCRIPT)
     env_path = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 MODES = ("predict", "track", "val", "export", "train")
 IMAGE = "image.jpg"
-VIDEO_FRAMES = 8
+VIDEO_FRAMES = 4
 
 
 @dataclass(frozen=True)
