@@ -36,17 +36,18 @@ def val_model(data, model: str | Path, **kwargs):
 
 def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]:
     """YOLO tools' val keywords in y9's terms: ``imgsz`` by ``y9.imgsz_rule`` (one square size), ``half`` (a
-    checkpoint's autocast: ``amp`` 'fp16' / 'off'; a deployed file's precision is its own), ``plots`` and
-    ``verbose`` (the report files are always written; y9's validation prints nothing), ``batch`` / ``workers`` /
-    ``max_det`` whole numbers."""
+    checkpoint's autocast: ``amp`` 'fp16' / 'off'; a deployed file's precision is its own), ``plots`` (kept for
+    ``validate``: False writes the report without its pictures) and ``verbose`` (y9's validation prints nothing),
+    ``batch`` / ``workers`` / ``max_det`` whole numbers."""
     from y9.imgsz_rule import check_imgsz
     from y9.keywords import check_bool, check_int
     from y9deploy.runtime.backends.loading import TORCH_SUFFIXES
 
     options = dict(options)
-    for name in ("plots", "verbose"):
-        if name in options:
-            check_bool("Model.val", name, options.pop(name))
+    if "verbose" in options:
+        check_bool("Model.val", "verbose", options.pop("verbose"))
+    if "plots" in options:
+        options["plots"] = check_bool("Model.val", "plots", options["plots"])
     if "imgsz" in options:
         options["imgsz"] = check_imgsz("Model.val", options["imgsz"], square=True)
     for name, low in (("batch", 1), ("workers", 0), ("max_det", 1)):
@@ -72,6 +73,7 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
     from y9.options import check_options
 
     options = _yolo_keywords(model, options)
+    plots = options.pop("plots", True)
     check_options("Model.val", options, _validator(model), drop=("data", "model"),
                   extra=("save_dir", "save_json", "project", "name", "exist_ok"))  # fmt: skip
     if save_dir is not None and (project is not None or name is not None):
@@ -97,6 +99,6 @@ def validate(data, model: str | Path, *, save_dir: str | Path | None = None, sav
 
         about = {"model": str(model), "data": str(data), "split": options.get("split", "val"),
                  "imgsz": list(result.imgsz) if result.imgsz else options.get("imgsz")}  # fmt: skip
-        write_val_report(result, save_dir, save_json=save_json, about=about)
+        write_val_report(result, save_dir, save_json=save_json, about=about, pictures=plots)
         result.save_dir = Path(save_dir)
     return result

@@ -24,7 +24,7 @@ ARGUMENT_KEYS = {"predict": {"source": "source"}, "export": {"model": "source", 
 #: YOLO tools' keys -> this command's option (None: nothing to do in y9, e.g. save=true: y9 predict saves)
 YOLO_KEYS = {
     "predict": {"verbose": None},
-    "val": {"verbose": None, "plots": None},
+    "val": {"verbose": None},
     "export": {"dynamic": "dynamic_batch", "nms": "end2end", "format": None},
 }
 #: YOLO tools' key=value pairs y9 refuses, with the y9 way

@@ -269,6 +269,9 @@ def val_command(
     save_json: Annotated[
         bool, typer.Option("--save-json", help="Also write predictions.json: every detection, COCO results format.")
     ] = False,
+    plots: Annotated[
+        bool, typer.Option("--plots/--no-plots", help="Draw the report's pictures (curves, confusion matrices).")
+    ] = True,
 ) -> None:
     """COCO metrics (mAP50-95, mAP50, AP by size, P/R) of a checkpoint, ONNX model or engine on a data.yaml split;
     metrics.json, per_class.csv, curves, confusion matrix and their pictures go to a new run folder (runs/val...)."""
@@ -285,7 +288,7 @@ def val_command(
         )
         size = list(res.imgsz) if res.imgsz else imgsz  # the size it ran at, not only the option
         about = {"model": str(model), "data": str(data), "split": split, "imgsz": size, "conf": conf, "iou": iou}
-        report = write_val_report(res, run.path, save_json=save_json, about=about)
+        report = write_val_report(res, run.path, save_json=save_json, about=about, pictures=plots)
     m = res.metrics
     typer.echo(
         f"{plural(res.images, 'image')}{res.at()}, {plural(res.targets, 'box')}, {plural(res.detections, 'detection')}, "

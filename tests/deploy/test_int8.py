@@ -97,7 +97,7 @@ def test_y9_val_of_the_int8_file_agrees_with_the_gate(int8_model, split_data, tm
     """The hand-off: .pt -> INT8 ONNX -> `y9 val` scores what the gate scored."""
     path, gate = int8_model
     res = y9_output("val", "--model", str(path), "--data", str(split_data), "--project", str(tmp_path), "--name", "v",
-                    "--workers", "1")  # fmt: skip
+                    "--workers", "1", "--no-plots")  # fmt: skip
     assert res.returncode == 0, res.stderr + res.stdout
     metrics = json.loads((tmp_path / "v" / "metrics.json").read_text())
     assert abs(metrics["metrics"]["map50_95"] - gate.int8_map) < 1e-9, (metrics, gate.describe())

@@ -54,7 +54,8 @@ def test_val_onnx_agrees_with_val_pt(embedded_val, embedded_export, tmp_path):
     onnx_path = embedded_export()
     pt = embedded_val
     assert pt.returncode == 0, pt.stderr[-2000:]
-    ox = _y9("val", "--data", _coco128(), "--model", str(onnx_path), "--workers", "1", "--project", str(tmp_path))
+    ox = _y9("val", "--data", _coco128(), "--model", str(onnx_path), "--workers", "1", "--project", str(tmp_path),
+              "--no-plots")  # the pictures: test_val_report, on the .pt's run
     assert ox.returncode == 0, ox.stderr[-2000:]
     assert f"saved to {tmp_path / 'val'}: metrics.json" in ox.stdout, ox.stdout
     (pt50, pt5095), (ox50, ox5095) = _map(pt.stdout), _map(ox.stdout)

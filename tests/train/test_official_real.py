@@ -121,7 +121,7 @@ def test_y9_val_of_the_official_file(name, tmp_path):
     """`y9 val` reads the file the official scripts wrote (their coco8 run at 160 px) and evaluates it there."""
     data = shared_path("datasets", "coco8", "data.yaml")
     args = ["val", "--data", str(data), "--model", str(real(name)), "--imgsz", "160", "--device", "cpu",
-            "--workers", "0", "--project", str(tmp_path)]  # fmt: skip
+            "--workers", "0", "--project", str(tmp_path), "--no-plots"]  # fmt: skip
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[0].startswith("4 images at 160x160, "), res.output

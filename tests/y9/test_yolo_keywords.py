@@ -202,3 +202,25 @@ def test_cli_takes_yolo_keys(tmp_path, capsys):
     args = ["predict", IMAGE, "agnostic_nms=true", "line_width=1", "show_labels=false", "--project", str(tmp_path)]
     assert run(args) == 0, capsys.readouterr().err
     assert (tmp_path / "predict" / "000000000036.jpg").is_file()
+
+
+def test_val_plots_false_leaves_the_pictures_out(checkpoint, tmp_path):
+    """``Model.val(plots=False)``, ``y9 val --no-plots`` and ``y9 val plots=false`` write the report's files without
+    its pictures; the default draws them (``tests/deploy/test_val_report.py`` checks those pictures)."""
+    from typer.main import get_command
+
+    from tests.conftest import shared_path, y9_output
+    from y9cli.app import app
+    from y9cli.key_values import as_options
+
+    assert as_options(get_command(app), ["val", "plots=false"]) == ["val", "--no-plots"]
+    data = shared_path("datasets", "coco8", "data.yaml")
+    small = {"imgsz": 64, "batch": 8, "workers": 0, "device": "cpu"}
+    api = y9.Model(checkpoint).val(data=str(data), plots=False, save_dir=tmp_path / "api", **small)
+    res = y9_output("val", "--data", data, "--model", checkpoint, "plots=false", "--project", tmp_path / "cli",
+                    *[a for k, v in small.items() for a in (f"--{k}", str(v))])  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    for folder in (api.save_dir, tmp_path / "cli" / "val"):
+        written = sorted(p.name for p in folder.iterdir())
+        assert "metrics.json" in written and "confusion_matrix.csv" in written, written
+        assert not [n for n in written if n.endswith(".png")], written
