@@ -34,16 +34,21 @@ MAX_SKIPPED_BLOCKS = 4
 COMMAND_TIMEOUT_S = 240
 
 
+def _shell_words(command: str) -> list[str] | None:
+    """``command`` split as a POSIX shell splits it, shell operators as words of their own; None when unbalanced."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
 def in_process_args(command: str) -> list[str] | None:
     """The arguments of a plain ``y9 ARGS`` command, run through the console entry point in this process (no
     interpreter and torch start per command); ``None`` for anything a shell must run: pipes, lists, redirections,
     variables, globs, ``~``, other programs."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:
-        return None
+    words = _shell_words(command)
     if not words or words[0] != "y9":
         return None
     if any(set(w) & set("|&;<>()$`*?[]{}~") for w in words):
@@ -55,13 +60,8 @@ def in_process_python(command: str) -> list[str] | None:
     """The ``sys.argv`` of a plain ``python -c CODE [ARGS]`` (``["-c", ARGS...]``, CODE last) or ``python SCRIPT
     ARGS`` (``[SCRIPT, ARGS...]``), run in this process as ``__main__`` (``_python_output``); ``None`` for anything a
     shell must run (the rules of ``in_process_args``) and for ``python -m`` or other interpreter options."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:
-        return None
-    if len(words) < 2 or words[0] not in {"python", "python3"}:
+    words = _shell_words(command)
+    if words is None or len(words) < 2 or words[0] not in {"python", "python3"}:
         return None
     code = words[2] if words[1] == "-c" and len(words) > 2 else None
     plain = words[1:2] + words[3:] if code is not None else words[1:]
