@@ -36,9 +36,8 @@ def val_model(data, model: str | Path, **kwargs):
 
 def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]:
     """YOLO tools' val keywords in y9's terms: ``imgsz`` by ``y9.imgsz_rule`` (one square size), ``half`` (a
-    checkpoint's autocast: ``amp`` 'fp16' / 'off'; a deployed file's precision is its own), ``plots`` (kept for
-    ``validate``: False writes the report without its pictures) and ``verbose`` (y9's validation prints nothing),
-    ``batch`` / ``workers`` / ``max_det`` whole numbers."""
+    checkpoint's autocast: ``amp`` 'fp16' / 'off'; a deployed file's precision is its own), ``verbose`` (y9's
+    validation prints nothing), ``batch`` / ``workers`` / ``max_det`` whole numbers."""
     from y9.imgsz_rule import check_imgsz
     from y9.keywords import check_bool, check_int
     from y9deploy.runtime.backends.loading import TORCH_SUFFIXES
@@ -46,8 +45,6 @@ def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]
     options = dict(options)
     if "verbose" in options:
         check_bool("Model.val", "verbose", options.pop("verbose"))
-    if "plots" in options:
-        options["plots"] = check_bool("Model.val", "plots", options["plots"])
     if "imgsz" in options:
         options["imgsz"] = check_imgsz("Model.val", options["imgsz"], square=True)
     for name, low in (("batch", 1), ("workers", 0), ("max_det", 1)):
@@ -65,15 +62,16 @@ def _yolo_keywords(model: str | Path, options: dict[str, Any]) -> dict[str, Any]
 
 def validate(data, model: str | Path, *, save_dir: str | Path | None = None, save_json: bool = False,
              project: str | Path | None = None, name: str | None = None, exist_ok: bool = False,
-             **options: Any) -> Any:  # fmt: skip
+             plots: bool = True, **options: Any) -> Any:  # fmt: skip
     """``Model.val``: ``options`` checked against the validator's own (TypeError, one sentence), ``val_model``, and
     the report files in ``save_dir`` or in the run folder ``project``/``name`` (``y9core.files.run_dir``, as ``y9 val``:
     ``runs/val``, ``runs/val2`` ... for ``project`` alone, and with none of them). Returns the ``ValResult``, its
-    ``save_dir`` the report's folder."""
+    ``save_dir`` the report's folder; ``plots=False`` leaves the report's pictures out."""
+    from y9.keywords import check_bool
     from y9.options import check_options
 
+    plots = check_bool("Model.val", "plots", plots)
     options = _yolo_keywords(model, options)
-    plots = options.pop("plots", True)
     check_options("Model.val", options, _validator(model), drop=("data", "model"),
                   extra=("save_dir", "save_json", "project", "name", "exist_ok"))  # fmt: skip
     if save_dir is not None and (project is not None or name is not None):
