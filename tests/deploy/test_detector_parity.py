@@ -22,8 +22,23 @@ EDGE = 1e-3
 BOX_PX, SCORE = 0.1, 1e-4  # frame pixels (the frames are ~2x the 320 input), score units
 
 
+def _recording(backend, calls: list) -> None:
+    """Make ``backend.infer`` also append (its input, its output0) to ``calls``: the raw numbers of a real run, seen
+    on their way (nothing replaced)."""
+    infer = backend.infer
+
+    def recorded(blob, *args, **kwargs):
+        out = infer(blob, *args, **kwargs)
+        calls.append((np.array(blob), np.array(out["output0"])))
+        return out
+
+    backend.infer = recorded
+
+
 @pytest.fixture(scope="module")
 def detections(embedded_pt, embedded_export, coco8):
+    """Each path's detections of the eight frames, its (backend, end2end, imgsz), and for "pt" and "onnx" the raw
+    network inputs and outputs of those runs (``<key>_raw``: a list of (blob, output0), one per backend call)."""
     from y9deploy import Detector
 
     paths = {"pt": embedded_pt, "onnx": embedded_export(), "e2e": embedded_export(dynamic_batch=True, end2end=True)}
@@ -31,6 +46,8 @@ def detections(embedded_pt, embedded_export, coco8):
     out = {}
     for key, path in paths.items():
         with Detector(path, conf=CONF, device="cpu", imgsz=IMGSZ if key == "pt" else None) as det:
+            if key != "e2e":
+                _recording(det.backend, out.setdefault(key + "_raw", []))
             out[key] = det.predict(frames)
             out[key + "_backend"] = (det.backend.name, det.end2end, det.imgsz)
     return out
@@ -49,15 +66,18 @@ def test_same_detections_as_pt(coco8, detections, other):
     assert total >= 15, f"only {total} detections on the eight images: the comparison would prove little"
 
 
-def test_raw_outputs_agree(embedded_pt, embedded_export, coco8):
-    """The networks themselves: torch and onnxruntime raw outputs on every image (no NMS, no threshold)."""
-    from y9deploy import Detector
+def test_raw_outputs_agree(coco8, detections):
+    """The networks themselves: torch and onnxruntime raw outputs on every image (no NMS, no threshold), the ones
+    the two Detectors of ``detections`` computed (the .pt in one batch of eight, the static-batch ONNX one image
+    a call), fed the same letterboxed blob."""
     from y9deploy.pre.host import prepare
 
     blob, _ = prepare([im.frame for im in coco8], IMGSZ)
-    with Detector(embedded_pt, device="cpu", imgsz=IMGSZ) as dp, Detector(embedded_export()) as do:
-        a = dp.backend.infer(blob)["output0"]
-        b = np.concatenate([do.backend.infer(blob[k : k + 1])["output0"] for k in range(len(blob))])
+    (pt_in, a), onnx_runs = detections["pt_raw"][0], detections["onnx_raw"]
+    assert len(detections["pt_raw"]) == 1 and len(onnx_runs) == len(blob)
+    np.testing.assert_array_equal(pt_in, blob)
+    np.testing.assert_array_equal(np.concatenate([x for x, _ in onnx_runs]), blob)
+    b = np.concatenate([y for _, y in onnx_runs])
     assert a.shape == b.shape == (8, 84, ANCHORS)
     box, score = np.abs(a[:, :4] - b[:, :4]).max(), np.abs(a[:, 4:] - b[:, 4:]).max()
     assert box < 0.05 and score < 1e-4, (box, score)  # input pixels
