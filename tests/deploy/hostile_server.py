@@ -60,5 +60,6 @@ def serve(body: bytes, mode: str = "whole", *, drip_s: float = 0.2, huge_length:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     srv.daemon_threads = True
     srv.mode, srv.body, srv.requests, srv.drip_s, srv.huge_length = mode, body, [], drip_s, huge_length
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    # a short poll: shutdown() waits for the loop to look again (0.5 s a test with the default)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return srv

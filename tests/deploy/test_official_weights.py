@@ -35,7 +35,7 @@ def release(tmp_path, monkeypatch):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(served)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # fast shutdown
     thread.start()
     cache = tmp_path / "cache"
     monkeypatch.setenv(ow.URL_ENV, f"http://127.0.0.1:{server.server_port}/")
