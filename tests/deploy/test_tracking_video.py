@@ -105,7 +105,7 @@ def test_live_stream_behind_a_slow_model_with_the_latest_policy_counts_exactly(o
     from y9deploy.tracking.source_tracking import TrackOptions
 
     scene = make_scene(200, 0.5, SLOW_OBJECTS)
-    server = FrameServer(scene.frames, fps=FPS)
+    server = FrameServer(scene.frames, fps=FPS, linger=0.5)  # as test_inspection_gate; 2 s of idle wall before
     with Detector(onnx, conf=0.1) as det:
         summary = predict_source(server.url, det, save_dir=tmp_path / "out", policy="latest", max_frames=200,
                                  reconnect=ReconnectPolicy(attempts=0), save_images=False, classes=["zebra", "dog"],
