@@ -44,8 +44,10 @@ def assert_same(x, y):
 
 
 def pick_conf(det) -> float:
-    raw = det.backend.infer(np.zeros((1, 3, 128, 128), np.float32))["output0"]
-    return float(np.sort(np.asarray(raw)[0, 4:].max(0))[-200])
+    """The 200th best anchor score on an all-zero input (the lowest one where the input has fewer anchors)."""
+    raw = det.backend.infer(np.zeros((1, 3, *det.imgsz), np.float32))["output0"]
+    best = np.sort(np.asarray(raw)[0, 4:].max(0))
+    return float(best[-min(200, len(best))])
 
 
 PIPELINES = [("hybrid", "gpu"), ("hybrid", "cpu"), ("cpu", "gpu"), ("gpu", "gpu")]
@@ -53,7 +55,9 @@ PIPELINES = [("hybrid", "gpu"), ("hybrid", "cpu"), ("cpu", "gpu"), ("gpu", "gpu"
 
 @pytest.mark.parametrize("batch_range", [None, (2, 2)])  # (2, 2): a static batch of 2, chunks and padding
 def test_stream_equals_predict(checkpoint, batch_range):
-    with Detector(checkpoint, imgsz=128, device="cpu") as det:
+    """At 64 (84 anchors, a quarter of 128's pixels): every comparison is bit for bit between two ways of running
+    the same network, which the input size does not change; ten passes over the eleven frames."""
+    with Detector(checkpoint, imgsz=64, device="cpu") as det:
         if batch_range:
             det.backend.batch_range = batch_range
         conf = pick_conf(det)
