@@ -73,13 +73,13 @@ def test_batched_edge_cases():
 def test_gpu_pipeline_with_torch_backend_on_cpu(embedded_pt):
     """TorchBackend returns torch tensors to the GpuPipeline: batched post-processing on them gives the host
     path's detections (CPU letterbox) or nearly (torch letterbox, within one grey level). The embedded model
-    (trained weights) at 256."""
+    (trained weights) at 128."""
     from y9deploy import Detector
     from y9deploy.runtime.gpu_pipeline import GpuPipeline
 
     frames = [cv2.imread(str(TEST_DATA / n)) for n in ("000000000036.jpg", "000000000042.jpg")]
-    with Detector(embedded_pt, imgsz=256, device="cpu") as det:
-        raw = det.backend.infer(prepare(frames, 256)[0])["output0"]
+    with Detector(embedded_pt, imgsz=128, device="cpu") as det:
+        raw = det.backend.infer(prepare(frames, 128)[0])["output0"]
         conf = float(min(np.sort(raw[i, 4:].max(0))[-40] for i in range(2)))  # tens of candidates per image
         host = det.predict(frames, conf=conf)
         det.pipeline = GpuPipeline(det.backend, det.info, device="cpu", pre="cpu", workers=2)
