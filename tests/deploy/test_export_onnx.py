@@ -129,12 +129,12 @@ def test_half_export(small_model, embedded_export, embedded_export_parity):
 
 def test_half_end2end_export(small_model, tmp_path, coco8):
     """FP16 raw graph + float32 NMS part: the end2end outputs equal the host postprocess of the FP16 raw output
-    (two coco8 photos at 320)."""
+    (two coco8 photos at 224)."""
     from y9deploy.postprocess import postprocess
     from y9deploy.pre.host import prepare
 
     report = export_onnx_report(
-        small_model, tmp_path / "he.onnx", imgsz=320, half=True, end2end=True, dynamic_batch=True
+        small_model, tmp_path / "he.onnx", imgsz=224, half=True, end2end=True, dynamic_batch=True
     )
     model = onnx.load(str(report.path))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
@@ -147,7 +147,7 @@ def test_half_end2end_export(small_model, tmp_path, coco8):
     )
     model.graph.output.append(onnx.helper.make_tensor_value_info("output0", onnx.TensorProto.FLOAT16, None))
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    x, _ = prepare([coco8[4].frame, coco8[5].frame], 320, dtype=np.float16)
+    x, _ = prepare([coco8[4].frame, coco8[5].frame], 224, dtype=np.float16)
     num, boxes, scores, classes, raw = sess.run(
         ["num_dets", "boxes", "scores", "classes", "output0"], {"images": x}
     )
