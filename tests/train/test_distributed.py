@@ -126,7 +126,7 @@ def test_single_device_run_never_touches_distributed_code(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
     args = ["--data", str(data), "--model", "gelan-t", "--imgsz", "64", "--epochs", "1", "--batch", "4",
-            "--device", "cpu", "--workers", "0", "--no-val", "--project", str(tmp_path)]  # fmt: skip
+            "--device", "cpu", "--workers", "0", "--no-val", "--project", str(tmp_path), "plots=false"]  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=600)  # fmt: skip
     lines = [json.loads(x[6:]) for x in proc.stdout.splitlines() if x.startswith("PROBE ")]
