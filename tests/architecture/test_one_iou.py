@@ -81,7 +81,7 @@ def iou_sites(source: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] + [tree]
     for scope in scopes:
-        held = _differences(scope)
+        held = None  # _differences(scope), walked only for a scope that divides by a name (most never do)
         body = scope.body if scope is tree else [scope]
         nodes = [n for part in body for n in ast.walk(part)]
         if scope is tree:  # module level: leave out what the functions' own pass sees
@@ -89,6 +89,8 @@ def iou_sites(source: str) -> list[tuple[int, str]]:
                      for n in ast.walk(part)]  # fmt: skip
         for node in nodes:
             for num, den in _divisions(node):
+                if isinstance(den, ast.Name) and held is None:
+                    held = _differences(scope)
                 if ast.unparse(num) in _subtracted(den) or (
                     isinstance(den, ast.Name) and (den.id, ast.unparse(num)) in held
                 ):

@@ -94,9 +94,10 @@ def test_each_trainer_keeps_its_own_close_mosaic_unless_one_is_given(tmp_path):
 
 
 def test_a_y9_run_trains_evaluates_and_writes_its_result(split, tmp_path):
-    out = tmp_path / "run"
+    out = tmp_path / "run"  # plots=false: no pictures, this test reads none of them
     bench.main(["run", "--data", str(split), "--out", str(out), "--model", "gelan-t", "--epochs", "1",
-                "--imgsz", "64", "--batch", "4", "--workers", "0", "--cache", "none", "--label", "cpu"])  # fmt: skip
+                "--imgsz", "64", "--batch", "4", "--workers", "0", "--cache", "none", "--label", "cpu",
+                "--set", "plots=false"])  # fmt: skip
     result = json.loads((out / "result.json").read_text())
     assert (result["trainer"], result["label"], result["train_images"]) == ("y9", "cpu", 6)
     assert (result["eval_images"], result["eval_targets"]) == (

@@ -84,13 +84,13 @@ def test_mosaic_pixels_and_labels_match_a_per_pixel_reference(shared, center, tr
     # labels: draw each source box (whole pixels), find where its pixels land, take their bounding box
     want = []
     for t in range(4):
-        sel = tile == t
+        yy, xx = np.nonzero(tile == t)  # the canvas pixels of tile t, then each box's test on those pixels only
+        px, py = sx[yy, xx], sy[yy, xx]
         for lb in labels[t]:
             x1, y1, x2, y2 = lb[1:].astype(int)
-            hit = sel & (sx >= x1) & (sx < x2) & (sy >= y1) & (sy < y2)
+            hit = (px >= x1) & (px < x2) & (py >= y1) & (py < y2)
             if hit.any():
-                yy, xx = np.nonzero(hit)
-                want.append([lb[0], xx.min(), yy.min(), xx.max() + 1, yy.max() + 1])
+                want.append([lb[0], xx[hit].min(), yy[hit].min(), xx[hit].max() + 1, yy[hit].max() + 1])
     np.testing.assert_array_equal(out, np.array(want, np.float32).reshape(-1, 5))
 
 

@@ -96,36 +96,42 @@ def test_device_option_under_torchrun():
 
 
 _PROBE = r"""
-import json, sys, runpy
+import json, os, sys, runpy
 import torch.distributed as dist
-sys.argv = ["y9train.run.train"] + sys.argv[1:]
-try:
-    runpy.run_module("y9train.run.train", run_name="__main__", alter_sys=True)
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-mods = sorted(m for m in sys.modules if m.startswith("y9train.run.distributed") or m == "y9train.run.launch"
-              or m.startswith("torch.distributed.run") or m.startswith("torch.distributed.elastic"))
-print("PROBE " + json.dumps({"code": code, "initialized": dist.is_initialized(), "modules": mods}))
+args = sys.argv[1:]
+for world_size, name in (("1", "torchrun-1"), (None, "plain")):  # torchrun's WORLD_SIZE=1, then no WORLD_SIZE
+    if world_size is None:
+        os.environ.pop("WORLD_SIZE", None)
+    else:
+        os.environ["WORLD_SIZE"] = world_size
+    sys.argv = ["y9train.run.train", *args, "--name", name]
+    try:
+        runpy.run_module("y9train.run.train", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    mods = sorted(m for m in sys.modules if m.startswith("y9train.run.distributed") or m == "y9train.run.launch"
+                  or m.startswith("torch.distributed.run") or m.startswith("torch.distributed.elastic"))
+    print("PROBE " + json.dumps({"name": name, "code": code, "initialized": dist.is_initialized(), "modules": mods}))
 """
 
 
-@pytest.mark.parametrize("world_size", [None, "1"])
-def test_single_device_run_never_touches_distributed_code(tmp_path, world_size):
-    """``python -m y9train.run.train`` on one device (no WORLD_SIZE, or torchrun's WORLD_SIZE=1) trains without
-    importing y9train.run.distributed or the launcher and without a process group."""
+def test_single_device_run_never_touches_distributed_code(tmp_path):
+    """``python -m y9train.run.train`` on one device trains without importing y9train.run.distributed or the launcher
+    and without a process group: under torchrun's WORLD_SIZE=1, then without WORLD_SIZE. Both runs in one fresh
+    process (one interpreter start instead of two): the modules are checked after each run, so an import by either
+    shows, and each run reads WORLD_SIZE when it starts (``y9train.run.train.world_size``), not at import."""
     data = shared_path("datasets", "coco8", "data.yaml")
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
-    if world_size:
-        env["WORLD_SIZE"] = world_size
-    args = ["--data", str(data), "--model", "gelan-t", "--imgsz", "160", "--epochs", "1", "--batch", "4",
-            "--device", "cpu", "--workers", "0", "--no-val", "--project", str(tmp_path), "--name", "one"]  # fmt: skip
+    args = ["--data", str(data), "--model", "gelan-t", "--imgsz", "64", "--epochs", "1", "--batch", "4",
+            "--device", "cpu", "--workers", "0", "--no-val", "--project", str(tmp_path), "plots=false"]  # fmt: skip
     proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=600)  # fmt: skip
-    line = [x for x in proc.stdout.splitlines() if x.startswith("PROBE ")]
-    assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
-    probe = json.loads(line[-1][6:])
-    assert probe == {"code": 0, "initialized": False, "modules": []}, proc.stderr[-2000:]
-    assert (tmp_path / "one" / "weights" / "last.pt").is_file()
+    lines = [json.loads(x[6:]) for x in proc.stdout.splitlines() if x.startswith("PROBE ")]
+    assert len(lines) == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for probe in lines:
+        assert probe == {"name": probe["name"], "code": 0, "initialized": False, "modules": []}, proc.stderr[-2000:]
+        assert (tmp_path / probe["name"] / "weights" / "last.pt").is_file()
+    assert [p["name"] for p in lines] == ["torchrun-1", "plain"]

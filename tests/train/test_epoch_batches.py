@@ -14,7 +14,8 @@ from y9train.optimisation.hyp import TrainConfig
 
 def test_the_next_epoch_is_started_before_the_epoch_validates(tmp_path):
     data = coco_pair(tmp_path)  # 3 train images, batch 1: three batches an epoch, two persistent workers
-    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, workers=2))
+    # save=False: no run folder or checkpoints (the prefetch does not depend on them; this test reads none)
+    trainer = Trainer(tiny_config(data, tmp_path, epochs=3, batch=1, workers=2, save=False))
     seen = []  # at each epoch's end (after its validation): the epoch started ahead, the dataset's epoch
 
     def watch(t):
