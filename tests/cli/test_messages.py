@@ -85,7 +85,7 @@ def test_train_with_key_values_runs(tmp_path, capsys):
 
     data = coco_pair_dataset(tmp_path / "data")
     assert run_y9(["train", f"data={data}", "model=gelan-t", "epochs=1", "imgsz=64", "batch=2", "device=cpu",
-                   "workers=0", "val=false", f"project={tmp_path / 'runs'}"]) == 0  # fmt: skip
+                   "workers=0", "val=false", "plots=false", f"project={tmp_path / 'runs'}"]) == 0  # fmt: skip
     assert "1/1 epochs" in capsys.readouterr().out
     assert (tmp_path / "runs" / "exp" / "weights" / "last.pt").exists()
 

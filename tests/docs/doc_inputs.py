@@ -83,7 +83,12 @@ APPENDS: tuple[Append, ...] = (
     Append("train", "--epochs", ("1",), "one epoch shows the command works", unless="--resume"),
     Append("train", "--imgsz", (str(SIZE),), "the test images are trained at 64x64", unless="--resume"),
     Append("train", "--batch", ("2",), "the two test images", unless="--resume"),
+    Append("train", "plots=false", (), "no pictures (results.png, labels, the val curves): the command is checked, "
+           "not its pictures (drawn and checked in tests/train/test_trainer.py); a resumed run keeps its run's setting",
+           unless="--resume"),
     Append("val", "--workers", ("0",), "as for train"),
+    Append("val", "--no-plots", (), "no curves or confusion matrix: the command is checked, not its pictures (drawn "
+           "and checked in tests/core/test_val_plots.py and tests/deploy/test_val_report.py)"),
     Append("val", "--imgsz", (str(SIZE),), "validated at 64x64 like the rest (the embedded model's 416 takes seconds)"),
 )
 

@@ -167,11 +167,23 @@ MALFORMED = {
 }
 
 
+@pytest.fixture(scope="module")
+def good_payload(good):
+    """``good`` read once for the module; each case edits its own copy (``_copy``)."""
+    return torch.load(good, weights_only=True)
+
+
+def _copy(payload: dict) -> dict:
+    """A copy of ``payload`` that MALFORMED's edits cannot reach through: its dicts copied, the tensors shared (no
+    edit changes a tensor in place)."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in payload.items()}
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_missing_or_mistyped_entries_are_one_sentence(good, tmp_path, case):
+def test_missing_or_mistyped_entries_are_one_sentence(good_payload, tmp_path, case):
     from y9train.checkpoints.integrity import tensor_digest
 
-    payload = _edit(torch.load(good, weights_only=True), MALFORMED[case])
+    payload = _edit(_copy(good_payload), MALFORMED[case])
     if case.startswith("a weight"):
         payload["digest"] = tensor_digest(payload)  # consistent digest: the entry itself is what is wrong
     path = tmp_path / "edited.pt"

@@ -278,7 +278,8 @@ def test_a_full_disk_during_training_says_so(world, tmp_path, capsys, monkeypatc
 
     monkeypatch.setattr(os, "write", write)
     project = tmp_path / "runs"
-    argv = f"train --data {world['data']} {TRAIN} --project {project} --name full".split()
+    # plots=false: no labels picture or batch previews drawn in the background (no picture is checked here)
+    argv = f"train --data {world['data']} {TRAIN} --project {project} --name full plots=false".split()
     code, text = run_cli(argv, capsys, as_nobody=False)
     assert code == 2 and "Traceback" not in text, text
     errors = [line for line in text.splitlines() if line.startswith("error: ")]

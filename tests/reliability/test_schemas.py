@@ -183,8 +183,8 @@ def test_a_last_pt_whose_optimizer_state_does_not_fit_is_refused_before_the_resu
 
     facts = read_facts(run.last)  # training wrote the record
     assert facts.imgsz == (64, 64) and facts.model == "gelan-t" and facts.recipe.startswith("default + ")
-    assert read_checkpoint(run.last)["meta"]["facts"]["names"] == list(facts.names)
     payload = read_checkpoint(run.last)
+    assert payload["meta"]["facts"]["names"] == list(facts.names)
     state = payload["train"]["optimizer"]["state"]
     index = next(i for i, entry in state.items() if any(t.ndim > 1 for t in entry.values()))
     name = next(n for n, t in state[index].items() if t.ndim > 1)
