@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -49,10 +50,20 @@ def conv_gflops(model: nn.Module, imgsz: tuple[int, int] = (640, 640)) -> float:
 
 
 def _meta_copy(model: nn.Module) -> nn.Module:
+    """``model``'s structure for counting, on the 'meta' device (shapes only): every parameter and buffer a meta
+    tensor from the start, so no weight is ever copied, and every BatchNorm an ``nn.Identity`` (it keeps the shape
+    and holds no convolution; on 'meta' its kernel runs Python decompositions, most of a pass's time)."""
     import copy
 
-    clone = copy.deepcopy(model)
-    return clone.to("meta")
+    memo: dict[int, Any] = {}
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            memo[id(m)] = nn.Identity()
+    for p in model.parameters():
+        memo[id(p)] = nn.Parameter(torch.empty_like(p, device="meta"), requires_grad=p.requires_grad)
+    for b in model.buffers():
+        memo[id(b)] = torch.empty_like(b, device="meta")
+    return copy.deepcopy(model, memo)
 
 
 def model_info(model: YOLO, imgsz: int | tuple[int, int] = 640) -> ModelInfo:
