@@ -1,7 +1,7 @@
 """Issue 3's Done-when at 640: the embedded default model (trained weights; issue 11) static, dynamic batch (which
 also holds the dynamic-batch facts test_export_onnx checked at 160), end2end against host decode + NMS, an
 ahead-of-time sm89 engine, the end2end refusal; and yolov9-c (the official fixture weights: the dual architecture,
-re-parameterized on export; at 320, calibrated there). The 384x640 export is test_export_onnx's static rectangular
+re-parameterized on export; at 160, calibrated there). The 384x640 export is test_export_onnx's static rectangular
 one.
 
 yolov9-c's BatchNorm statistics are re-estimated on real images (see tests/deploy/export_models.py) and it is
@@ -123,13 +123,13 @@ def test_embedded_static_dynamic_and_sm89_engine(tmp_path):
 
 
 def test_yolov9_c_static_and_sm89_engine_after_reparam(tmp_path):
-    """At 320 (the 640 export's shapes are checked on the embedded model above): the re-parameterization and the
-    big model are what this adds, at a quarter of the pixels."""
-    _check_static("yolov9-c", tmp_path / "yc.onnx", 320)
+    """At 160 (the 640 export's shapes are checked on the embedded model above): the re-parameterization and the
+    big model are what this adds, at a sixteenth of the pixels."""
+    _check_static("yolov9-c", tmp_path / "yc.onnx", 160)
     pytest.importorskip("tensorrt_rtx")
     from y9deploy.engine.builder import build_engine
 
-    _check_engine(build_engine(tmp_path / "yc.onnx", target="sm89"), "gelan-c", [1, 1, 1], 320)
+    _check_engine(build_engine(tmp_path / "yc.onnx", target="sm89"), "gelan-c", [1, 1, 1], 160)
 
 
 def test_end2end_equals_host_decode_and_nms_and_is_refused_by_rtx(embedded_export, tmp_path):

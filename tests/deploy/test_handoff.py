@@ -6,10 +6,11 @@ the ONNX has the input size the checkpoint records, `y9 val` of the .pt, the ONN
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import TEST_DATA, y9_output
+from tests.conftest import TEST_DATA, made_once, y9_output
 from tests.deploy.embedded import embedded_model_path
 from y9core.model_facts import ModelFacts
 
@@ -23,27 +24,32 @@ def _y9(args: list[str]) -> str:
     return res.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chain(tmp_path_factory):
-    """The README's deploy chain, run once: {"pt", "onnx", "fp16", "engine", "repo"} paths."""
+    """The README's deploy chain, run once per test run (shared by the xdist workers, ``made_once``: as a module
+    fixture each worker running one of these tests built it again): {"pt", "onnx", "fp16", "engine", "repo"}
+    paths."""
     pytest.importorskip("tensorrt_rtx")
     from y9cli.app import main
 
-    root = tmp_path_factory.mktemp("handoff")
-    paths = {"pt": embedded_model_path(), "onnx": root / "model.onnx", "fp16": root / "model-fp16.onnx",
-             "engine": root / "model.engine", "repo": root / "triton-models"}  # fmt: skip
-    steps = [
-        ["export", paths["pt"], "-o", paths["onnx"]],
-        ["export", paths["onnx"], "--half", "-o", paths["fp16"]],
-        ["build-engine", paths["fp16"], "-o", paths["engine"], "--target", "sm89"],
-        ["triton", paths["engine"], "--out", paths["repo"]],
-    ]
-    for args in steps:
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            assert exc.code == 0, f"y9 {' '.join(map(str, args))} failed"
-    return paths
+    names = {"onnx": "model.onnx", "fp16": "model-fp16.onnx", "engine": "model.engine", "repo": "triton-models"}
+
+    def make(root: Path) -> None:
+        paths = {"pt": embedded_model_path(), **{k: root / v for k, v in names.items()}}
+        steps = [
+            ["export", paths["pt"], "-o", paths["onnx"]],
+            ["export", paths["onnx"], "--half", "-o", paths["fp16"]],
+            ["build-engine", paths["fp16"], "-o", paths["engine"], "--target", "sm89"],
+            ["triton", paths["engine"], "--out", paths["repo"]],
+        ]
+        for args in steps:
+            try:
+                main([str(a) for a in args])
+            except SystemExit as exc:
+                assert exc.code == 0, f"y9 {' '.join(map(str, args))} failed"
+
+    root = made_once(tmp_path_factory, "handoff-chain", make)
+    return {"pt": embedded_model_path(), **{k: root / v for k, v in names.items()}}
 
 
 def test_default_export_has_the_trained_size_and_the_chain_carries_the_facts(chain):
