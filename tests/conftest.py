@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -90,6 +91,38 @@ def y9_output(*args) -> subprocess.CompletedProcess:
     with redirect_stdout(out), redirect_stderr(err):
         code = run_y9(list(args))
     return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
+
+
+def python_output(argv: list[str], cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """``python -c CODE [ARGS]`` (argv ``["-c", ARGS..., CODE]``) or ``python SCRIPT ARGS`` (argv ``[SCRIPT, ARGS...]``)
+    as ``__main__`` in this process, in ``cwd`` when given (no interpreter and torch start per call): its exit status
+    (0, a SystemExit's code, or 1 with the traceback on stderr) and what it printed, as ``subprocess.run`` returns them.
+    The test's argv, sys.path and folder are put back after it."""
+    import runpy
+    import traceback
+    from contextlib import chdir, nullcontext
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    code = 0
+    with chdir(cwd) if cwd is not None else nullcontext(), redirect_stdout(out), redirect_stderr(err):
+        try:
+            if argv[0] == "-c":
+                sys.argv, sys.path[:0] = argv[:-1], [""]
+                exec(compile(argv[-1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+            else:
+                sys.argv, sys.path[:0] = [str(a) for a in argv], [str(Path(argv[0]).resolve().parent)]
+                runpy.run_path(str(argv[0]), run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if not isinstance(exc.code, int | None):
+                print(exc.code, file=sys.stderr)
+        except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, exit 1
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def run_y9(args: list[str]) -> int:

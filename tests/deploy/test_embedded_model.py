@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import REPO
+from tests.conftest import REPO, python_output
 from tests.deploy.embedded import box_iou
 
 CONF, IOU_MATCH = 0.25, 0.5
@@ -121,20 +121,18 @@ def test_y9_predict_without_model_uses_the_embedded_one(coco8, tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_runs_end_to_end(tmp_path, monkeypatch, capsys):
+def test_demo_runs_end_to_end(tmp_path):
     """``make demo``'s script (at 224 to stay fast; 15 detections there, 9 at 160), run as ``python samples/demo.py``
-    runs it (``runpy`` as ``__main__``, in this process: the script, not the interpreter's start, is under test):
+    runs it (as ``__main__`` in this process, ``tests.conftest.python_output``: the script, not the interpreter's start, is under test):
     real detections on the eight images, annotated copies, the JSON files, and the sm89 engine where TensorRT-RTX is
     installed."""
     import importlib.util
-    import runpy
 
     out = tmp_path / "demo"
-    monkeypatch.setattr(sys, "argv", [str(REPO / "samples" / "demo.py"), "--out", str(out), "--imgsz", "224"])
-    runpy.run_path(str(REPO / "samples" / "demo.py"), run_name="__main__")
-    stdout = capsys.readouterr().out
-    assert "done: everything is in" in stdout
-    assert "random" not in stdout
+    res = python_output([REPO / "samples" / "demo.py", "--out", out, "--imgsz", "224"], cwd=REPO)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "done: everything is in" in res.stdout
+    assert "random" not in res.stdout
     data = json.loads((out / "detections.json").read_text())
     assert [r["image"] for r in data["results"]] == [
         p.name for p in sorted((REPO / "tests" / "data").glob("*.jpg"))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, y9_output
+from tests.conftest import REPO, python_output, y9_output
 from tests.docs.doc_blocks import DocBlock, guide_files, parse_markdown, unlabelled_command_blocks
 from tests.docs.doc_inputs import SKIP_COMMANDS, Prepared, StandIns, prepare
 
@@ -58,7 +58,7 @@ def in_process_args(command: str) -> list[str] | None:
 
 def in_process_python(command: str) -> list[str] | None:
     """The ``sys.argv`` of a plain ``python -c CODE [ARGS]`` (``["-c", ARGS...]``, CODE last) or ``python SCRIPT
-    ARGS`` (``[SCRIPT, ARGS...]``), run in this process as ``__main__`` (``_python_output``); ``None`` for anything a
+    ARGS`` (``[SCRIPT, ARGS...]``), run in this process as ``__main__`` (``python_output``); ``None`` for anything a
     shell must run (the rules of ``in_process_args``) and for ``python -m`` or other interpreter options."""
     words = _shell_words(command)
     if words is None or len(words) < 2 or words[0] not in {"python", "python3"}:
@@ -70,37 +70,6 @@ def in_process_python(command: str) -> list[str] | None:
     if code is not None:
         return ["-c", *words[3:], code]
     return None if words[1].startswith("-") else words[1:]
-
-
-def _python_output(argv: list[str]) -> subprocess.CompletedProcess:
-    """``python -c CODE`` / ``python SCRIPT ARGS`` (``in_process_python``'s argv) in this process: its exit status
-    (0, a SystemExit's code, or 1 with the traceback on stderr) and what it printed."""
-    import io
-    import runpy
-    import traceback
-    from contextlib import redirect_stderr, redirect_stdout
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            if argv[0] == "-c":
-                sys.argv, sys.path[:0] = argv[:-1], [""]
-                exec(compile(argv[-1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
-            else:
-                sys.argv, sys.path[:0] = list(argv), [str(Path(argv[0]).resolve().parent)]
-                runpy.run_path(argv[0], run_name="__main__")
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            if not isinstance(exc.code, int | None):
-                print(exc.code, file=sys.stderr)
-        except BaseException:  # noqa: BLE001 - as the interpreter would: the traceback, exit 1
-            traceback.print_exc()
-            code = 1
-        finally:
-            sys.argv, sys.path[:] = saved_argv, saved_path
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def _run(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -117,7 +86,7 @@ def _run(text: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
         with chdir(cwd):
             os.environ.clear()
             os.environ.update(env)
-            return y9_output(*args) if args is not None else _python_output(argv)
+            return y9_output(*args) if args is not None else python_output(argv)
     finally:
         os.environ.clear()
         os.environ.update(saved)

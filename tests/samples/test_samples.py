@@ -6,14 +6,13 @@ is tested (a ``sys.exit`` message on stderr)."""
 from __future__ import annotations
 
 import os
-import runpy
 import subprocess
 import sys
 
 import cv2
 import pytest
 
-from tests.conftest import REPO, TEST_DATA
+from tests.conftest import REPO, TEST_DATA, python_output
 
 SAMPLES = REPO / "samples"
 IMAGES = sorted(TEST_DATA.glob("*.jpg"))
@@ -28,20 +27,9 @@ def _run(script: str, *args, cwd) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
-def _run_here(script: str, *args, cwd, monkeypatch, capsys) -> subprocess.CompletedProcess:
-    """``python samples/SCRIPT ARGS`` in this process, in ``cwd``: its exit status (``sys.exit``'s, 0 when it returns)
-    and what it printed, as ``_run`` returns them."""
-    capsys.readouterr()
-    with monkeypatch.context() as patch:
-        patch.chdir(cwd)
-        patch.setattr(sys, "argv", [str(SAMPLES / script), *map(str, args)])
-        try:
-            runpy.run_path(str(SAMPLES / script), run_name="__main__")
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess([script, *args], code, out.out, out.err)
+def _run_here(script: str, *args, cwd) -> subprocess.CompletedProcess:
+    """``python samples/SCRIPT ARGS`` in this process, in ``cwd`` (``tests.conftest.python_output``)."""
+    return python_output([str(SAMPLES / script), *args], cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +46,8 @@ def test_every_sample_is_run_by_a_test():
         assert f'"samples" / "{name}"' in test.read_text()
 
 
-def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path, monkeypatch, capsys):
-    res = _run_here("quickstart.py", model, IMAGES[0], "--out", "out/deep/annotated.jpg", cwd=tmp_path,
-                    monkeypatch=monkeypatch, capsys=capsys)  # fmt: skip
+def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path):
+    res = _run_here("quickstart.py", model, IMAGES[0], "--out", "out/deep/annotated.jpg", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     img = cv2.imread(str(tmp_path / "out/deep/annotated.jpg"))
     assert img is not None and img.shape == cv2.imread(str(IMAGES[0])).shape
@@ -68,15 +55,13 @@ def test_quickstart_writes_the_annotated_image_into_a_new_folder(model, tmp_path
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_drone_video_writes_its_video_into_a_missing_folder_at_the_sources_speed(model, tmp_path, stride, monkeypatch,
-                                                                                  capsys):
+def test_drone_video_writes_its_video_into_a_missing_folder_at_the_sources_speed(model, tmp_path, stride):
     writer = cv2.VideoWriter(str(tmp_path / "clip.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 12, (320, 240))
     for p in IMAGES[:3] * 2:
         writer.write(cv2.resize(cv2.imread(str(p)), (320, 240)))
     writer.release()
     res = _run_here("drone_video.py", model, "clip.mp4", "--out", "out/tracked.mp4", "--track", "bytetrack",
-                    "--stride", stride, "--count-line", "0,120,320,120", cwd=tmp_path, monkeypatch=monkeypatch,
-                    capsys=capsys)  # fmt: skip
+                    "--stride", stride, "--count-line", "0,120,320,120", cwd=tmp_path)  # fmt: skip
     assert res.returncode == 0, res.stderr
     cap = cv2.VideoCapture(str(tmp_path / "out" / "tracked.mp4"))
     frames, fps = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), cap.get(cv2.CAP_PROP_FPS)
@@ -94,13 +79,12 @@ def test_drone_video_says_when_it_cannot_write(model, tmp_path):
     assert res.returncode == 1 and res.stderr.startswith("error: cannot write taken/out.mp4: its folder cannot be made")
 
 
-def test_inspection_line_passes_and_fails_parts(model, tmp_path, monkeypatch, capsys):
+def test_inspection_line_passes_and_fails_parts(model, tmp_path):
     parts = tmp_path / "parts"
     parts.mkdir()
     for p in IMAGES[:3]:
         (parts / p.name).write_bytes(p.read_bytes())
-    here = {"cwd": tmp_path, "monkeypatch": monkeypatch, "capsys": capsys}
-    ok = _run_here("inspection_line.py", model, parts, "--max-defects", "1000", **here)
+    ok = _run_here("inspection_line.py", model, parts, "--max-defects", "1000", cwd=tmp_path)
     assert ok.returncode == 0 and ok.stdout.strip().endswith("3/3 parts passed"), ok.stderr
-    strict = _run_here("inspection_line.py", model, parts, "--max-defects", "0", "--min-conf", "0.3", **here)
+    strict = _run_here("inspection_line.py", model, parts, "--max-defects", "0", "--min-conf", "0.3", cwd=tmp_path)
     assert strict.returncode == 1 and "FAIL" in strict.stdout

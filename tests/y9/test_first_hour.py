@@ -3,22 +3,17 @@ results and draw them, predict a ``.txt`` list of images into a run folder, trac
 
 Run on the coco8 images of ../shared (their data.yaml for ``val``) and a small video made here with
 ``cv2.VideoWriter``, in a fresh working folder (the run folders land in ``runs/`` there, as for a user), as
-``__main__`` in the test's process (``_run_script``)."""
+``__main__`` in the test's process (``tests.conftest.python_output``)."""
 
 from __future__ import annotations
 
-import io
 import json
-import runpy
 import shutil
-import sys
 import textwrap
-from contextlib import chdir, redirect_stdout
-from pathlib import Path
 
 import cv2
 
-from tests.conftest import shared_path
+from tests.conftest import python_output, shared_path
 
 SCRIPT = textwrap.dedent('''
     import json, sys
@@ -69,20 +64,6 @@ def _video(path, images, size=(320, 240), repeat=2) -> int:
     return n
 
 
-def _run_script(script: Path, args: list[str]) -> str:
-    """``python SCRIPT ARGS`` as ``__main__`` in this process, in the script's folder (what it printed): the script
-    is about the library, not the interpreter's start (the entry points' own processes are tested in tests/cli)."""
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    out = io.StringIO()
-    try:
-        with chdir(script.parent), redirect_stdout(out):
-            sys.argv, sys.path[:0] = [script.name, *args], [str(script.parent)]
-            runpy.run_path(str(script), run_name="__main__")
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-    return out.getvalue()
-
-
 def test_a_yolo_users_first_hour_as_one_script(tmp_path):
     import y9
 
@@ -94,8 +75,9 @@ def test_a_yolo_users_first_hour_as_one_script(tmp_path):
     n_frames = _video(tmp_path / "video.mp4", images[:3], repeat=1)
     (tmp_path / "list.txt").write_text("".join(f"{p}\n" for p in images[:4]))
     (tmp_path / "first_hour.py").write_text(SCRIPT)
-    out = _run_script(tmp_path / "first_hour.py", [str(model), str(coco8 / "data.yaml")])
-    report = json.loads(out.strip().splitlines()[-1])
+    res = python_output(["first_hour.py", str(model), str(coco8 / "data.yaml")], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = json.loads(res.stdout.strip().splitlines()[-1])
 
     stream = report["stream"]
     assert [f[1] for f in stream["frames"]] == list(range(n_frames))  # every frame, in order, with its index
