@@ -15,7 +15,7 @@ from tests.conftest import y9_output
 from tests.train.data_fixtures import COCO_36, COCO_42, add_image, write_yaml
 from tests.train.trainer_fixtures import coco_pair, one_thread, tiny_config  # noqa: F401
 from y9core.errors import DataError
-from y9train.checkpoints.load import save_checkpoint
+from y9train.checkpoints.load import read_checkpoint, save_checkpoint
 from y9train.loop.trainer import Trainer
 from y9train.models import build_model
 from y9train.reports.reporting import Reporter
@@ -116,7 +116,7 @@ def test_a_checkpoint_trains_at_its_own_size_unless_one_is_given(tmp_path):
     assert f"imgsz {side}: the size it was trained at (64x96)" in out.getvalue()
     # and the run's one-line description, with the size it decided
     assert f"3 train images (no validation) at {side} px, batch 2, 1 epoch, on cpu; writing {tmp_path}" in out.getvalue()
-    saved = torch.load(result.last, map_location="cpu", weights_only=True)
+    saved = read_checkpoint(result.last)  # the training state unpacked
     assert saved["meta"]["imgsz"] == side and saved["train"]["config"]["imgsz"] == side
     explicit = Trainer(tiny_config(data, tmp_path, model=str(ckpt), imgsz=128, val=False, name="given"))
     assert torch.load(explicit.fit().last, map_location="cpu", weights_only=True)["meta"]["imgsz"] == 128

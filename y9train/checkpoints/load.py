@@ -2,10 +2,12 @@
 
 Own format (``save_checkpoint``): a plain dict of tensors, strings, numbers, lists and dicts, so that
 ``torch.load(path, weights_only=True)`` reads it:
-``{"format": "y9-checkpoint", "version": 1, "config": {...}, "model": state_dict, "meta": {...},
-"train": {...} (optional training state), "digest": {"sha256": ..., "tensors": N}}``. Writes go to a temporary
-file, then an atomic rename. Reads check the zip CRCs, the digest (``y9train.checkpoints.integrity``; files
-written before it existed load without), every entry's type, and that the weights are finite.
+``{"format": "y9-checkpoint", "version": 2, "config": {...}, "model": state_dict, "meta": {...},
+"train": {...} (optional training state), "digest": {"sha256": ..., "tensors": N}}``. Since version 2 the training
+state is stored packed (``y9train.checkpoints.packing``: its thousands of tensors in one buffer) and read back
+unpacked; version 1 files (unpacked) still load. Writes go to a temporary file, then an atomic rename. Reads check
+the zip CRCs, the digest (``y9train.checkpoints.integrity``, over the tensors as stored; files written before it
+existed load without), every entry's type, and that the weights are finite.
 
 Official checkpoints pickle the official ``models.yolo.DetectionModel`` object. ``load_checkpoint`` reads
 them with a restricted unpickler (``y9train.checkpoints.official_pickle``) that turns the official classes into
@@ -41,12 +43,13 @@ from y9train.checkpoints.integrity import (
 )
 from y9train.checkpoints.official import from_state_dict, official_model
 from y9train.checkpoints.official_pickle import UnsafePickleError, load_official, placeholder_state_dict
+from y9train.checkpoints.packing import is_packed, pack, unpack
 from y9train.models import YOLO, build_model, load_state_dict_checked
 from y9train.models.config import validate
 from y9train.reparam import fuse
 
 FORMAT = "y9-checkpoint"
-VERSION = 1
+VERSION = 2
 
 
 def _jsonable(meta: Mapping[str, Any], path: Path) -> dict[str, Any]:
@@ -140,9 +143,12 @@ def checkpoint_payload(
 
 
 def write_payload(payload: Mapping[str, Any], path: str | Path) -> Path:
-    """The slow part of ``save_checkpoint``: the tensor digest, ``torch.save``, fsync and the atomic rename of a
-    ``checkpoint_payload`` (left unchanged: the digest goes into a shallow copy)."""
+    """The slow part of ``save_checkpoint``: the training state packed (when not already), the tensor digest,
+    ``torch.save``, fsync and the atomic rename of a ``checkpoint_payload`` (left unchanged: the packed state and
+    the digest go into a shallow copy)."""
     payload = {k: v for k, v in payload.items() if k != DIGEST_KEY}
+    if payload.get("train") is not None and not is_packed(payload["train"]):
+        payload["train"] = pack(payload["train"])
     payload[DIGEST_KEY] = tensor_digest(payload)
     return atomic_torch_save(payload, path)
 
@@ -220,6 +226,14 @@ def _checked_payload(payload: Any, path: Path) -> dict[str, Any]:
     train = payload.get("train")
     _expect(train is None or isinstance(train, dict), path, "'train'", train, "a dict of training state")
     check_digest(payload, path)
+    if is_packed(train):
+        try:
+            payload["train"] = unpack(train)
+        except ValueError as exc:
+            raise ModelFileError(
+                f"{path}: its packed training state cannot be read ({exc}); expected the last.pt of an unmodified y9 "
+                "train run (a damaged or hand-edited last.pt)."
+            ) from None
     return payload
 
 
