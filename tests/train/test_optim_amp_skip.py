@@ -79,11 +79,12 @@ def test_a_skipped_step_leaves_weights_and_state_as_the_reference(kind, device):
 
 
 def test_the_implementation_rule():
-    """Fused only where it honours a skipped step (AdamW on CUDA); SGD never fused; foreach elsewhere."""
+    """Fused only where it honours a skipped step (AdamW, on CUDA and the CPU); SGD never fused; foreach elsewhere."""
     assert optimizer_implementation("adamw", "cuda") == {"fused": True}
     assert optimizer_implementation("sgd", "cuda") == {"foreach": True}
-    assert optimizer_implementation("adamw", "cpu") == {"foreach": True}
+    assert optimizer_implementation("adamw", "cpu") == {"fused": True}
     assert optimizer_implementation("sgd", "cpu") == {"foreach": True}
+    assert optimizer_implementation("adamw", "mps") == {"foreach": True}
 
 
 @pytest.mark.parametrize("kind", sorted(HYPS))
