@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from y9core.errors import ModelFileError
 from y9core.model_facts import ModelFacts
 from y9train import reparam
@@ -53,11 +55,13 @@ def digest_state(path: Path) -> str:
 
 
 def deploy_model(model: Any, *, fuse: bool = True) -> Any:
-    """The eval-mode deployment model: auxiliary branch dropped, Conv+BN and RepConvN fused (``fuse``), the
-    checkpoint's ``meta`` kept."""
+    """The eval-mode deployment model: auxiliary branch dropped, Conv+BN and RepConvN fused (``fuse``), its
+    weights laid out channels_last (cuDNN's and oneDNN's fast convolution layout: on the CPU 17-20% faster than NCHW
+    with the same input, docs/benchmarks.md), the checkpoint's ``meta`` kept."""
     meta = dict(getattr(model, "meta", None) or {})
     model = reparam.to_deploy(model)
     if fuse:
         model = reparam.fuse(model)
+    model.to(memory_format=torch.channels_last)
     model.meta = meta
     return model.eval()

@@ -2,9 +2,9 @@
 trainer's one door for deployment (imported in one place, ``_trainer``); the one place the deployment side reads a
 checkpoint (its model and its facts: ``checkpoint_facts``).
 
-The model is re-parameterized for deployment (auxiliary branch dropped, Conv+BN and RepConvN fused). On
-CUDA it runs in FP16 with channels_last and, because the input shape is static per batch size, each batch
-size is captured once as a CUDA graph and replayed afterwards (no per-layer launch overhead).
+The model is re-parameterized for deployment (auxiliary branch dropped, Conv+BN and RepConvN fused) and laid out
+channels_last (``deploy_model``). On CUDA it runs in FP16 and, because the input shape is static per batch size,
+each batch size is captured once as a CUDA graph and replayed afterwards (no per-layer launch overhead).
 
 torch is imported when a TorchBackend is created, never at module import.
 """
@@ -141,7 +141,6 @@ class TorchBackend:
         if half:
             model.half()
         if cuda:
-            model.to(memory_format=torch.channels_last)
             torch.backends.cudnn.benchmark = True  # static shapes: pick the fastest convolution once
         if compile and not cuda:
             raise ValueError("compile=True is for CUDA devices; on the CPU the torch backend runs eagerly.")
