@@ -124,12 +124,16 @@ def test_fp16_onnx_runs_and_agrees_with_fp32(gelan_t):
 def test_torch_and_onnxruntime_backends_agree(gelan_t):
     """The same y9 model through TorchBackend (.pt) and OnnxRuntimeBackend (its export): raw outputs and
     detections."""
+    import torch
+
     from y9deploy import Detector
     from y9deploy.pre.host import prepare
 
     frames = [cv2.imread(str(p)) for p in IMAGES]
     with Detector(gelan_t["pt"], imgsz=IMGSZ, device="cpu") as dp, Detector(gelan_t["onnx"]) as do:
         assert dp.backend.name == "torch" and dp.device == "cpu" and dp.backend.input_dtype == np.float32
+        convs = [m.weight for m in dp.backend.model.modules() if isinstance(m, torch.nn.Conv2d) and m.kernel_size != (1, 1)]
+        assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)  # the CPU's fast layout
         assert dp.names == do.names and len(dp.names) == 80 and dp.imgsz == do.imgsz == (IMGSZ, IMGSZ)
         assert do.backend.batch_range[1] > 1  # exported with a dynamic batch
         blob, _ = prepare(frames, IMGSZ)
