@@ -20,10 +20,11 @@ from y9train.models import build_model
 
 def _same(a, b) -> None:
     """``a`` and ``b`` hold the same values in the same structure: containers of the same types, equal plain values,
-    tensors of the same dtype, shape and values (NaN equal to NaN)."""
+    tensors of the same dtype, shape, memory layout (strides) and values (NaN equal to NaN)."""
     assert type(a) is type(b), (type(a), type(b))
     if isinstance(a, torch.Tensor):
         assert a.dtype == b.dtype and a.shape == b.shape and not b.requires_grad, (a, b)
+        assert a.stride() == b.stride() or a.numel() <= 1, (a.stride(), b.stride())
         assert torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0)))
     elif isinstance(a, dict):
         assert list(a) == list(b)
@@ -48,6 +49,7 @@ def _mixed() -> dict:
         "odd bytes": torch.arange(5, dtype=torch.uint8),  # 5 bytes: the next tensor starts after padding
         "after odd": torch.tensor([1.0, float("nan"), float("inf")], dtype=torch.float64),
         "strided": wide.t(),  # not contiguous
+        "channels_last": torch.randn(2, 3, 4, 5, generator=g).contiguous(memory_format=torch.channels_last),
         "grad": torch.ones(2, requires_grad=True),
         "tuple": (torch.tensor([1, 2]), 0.9, "adamw"),
         "plain": {"epoch": 3, "none": None, "names": ["a", "b"], "lr": 0.01, "flag": True},
@@ -59,7 +61,7 @@ def test_pack_then_unpack_gives_the_structure_back_tensor_for_tensor():
     obj = _mixed()
     packed = pack(obj)
     assert is_packed(packed) and not is_packed(obj)
-    assert sum(1 for _ in iter_tensors(packed)) == 4  # the index and the buffer, whatever the count
+    assert sum(1 for _ in iter_tensors(packed)) == 5  # the index and the buffer, whatever the count
     back = unpack(packed)
     _same(obj, back)
     tensors = [t for _, t in iter_tensors(back)]
@@ -76,9 +78,10 @@ def test_pack_is_a_copy():
 
 @pytest.fixture(scope="module")
 def resumable(tmp_path_factory):
-    """A gelan-t's checkpoint with a real training state: the raw weights and an AdamW state after one step."""
+    """A gelan-t's checkpoint with a real training state: the raw weights and an AdamW state after one step, laid out
+    channels_last as the trainer lays them out (its moments must come back in their parameters' layout)."""
     torch.manual_seed(0)
-    model = build_model("gelan-t", nc=3, names=["a", "b", "c"])
+    model = build_model("gelan-t", nc=3, names=["a", "b", "c"]).to(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model.train()
     out = model(torch.rand(2, 3, 64, 64))
@@ -96,7 +99,7 @@ def test_last_pt_stores_its_training_state_packed_and_reads_it_back(resumable):
     raw = torch.load(path, weights_only=True)
     assert raw["version"] == 2 and is_packed(raw["train"])
     stored = sum(1 for _ in iter_tensors(raw))
-    assert stored == len(raw["model"]) + 4 == raw["digest"]["tensors"]  # the weights, then four for the state
+    assert stored == len(raw["model"]) + 5 == raw["digest"]["tensors"]  # the weights, then five for the state
     assert sum(1 for _ in iter_tensors(state)) > 2 * len(raw["model"])  # what it would have held one by one
     payload, back = read_train_state(path)
     _same(state, back)
@@ -117,6 +120,8 @@ def _edited(raw: dict, change: str) -> dict:
         train["dims"] = -train["dims"]
     elif change == "ranks missing":
         train.pop("ndims")
+    elif change == "an order not a permutation":
+        train["orders"] = torch.zeros_like(train["orders"])
     elif change == "a tensor place too many":
         train["tree"] = {**train["tree"], "extra": train["tree"]["rng"]["torch"]}
     return {**raw, "train": train}
@@ -125,7 +130,7 @@ def _edited(raw: dict, change: str) -> dict:
 @pytest.mark.parametrize(
     "change",
     ["blob cut", "blob too long", "blob floats", "unknown dtype", "negative size", "ranks missing",
-     "a tensor place too many"],
+     "an order not a permutation", "a tensor place too many"],
 )  # fmt: skip
 def test_a_malformed_packed_state_is_one_sentence(resumable, tmp_path, change):
     path, _, _ = resumable

@@ -6,14 +6,18 @@ about 0.1 ms of pure Python on each tensor it rebuilds and ``torch.save`` a few 
 epoch-end write and its resume were dominated by the count, not the bytes. ``pack`` stores every tensor of a nested
 structure (dicts, lists, tuples) in one uint8 tensor and three small index tensors; ``unpack`` rebuilds the
 structure with a new tensor for each (same dtype, shape and values; never a view of the buffer). Both are plain
-tensors and containers, so the packed form still loads with ``weights_only=True``.
+tensors and containers, so the packed form still loads with ``weights_only=True``. Each tensor keeps its memory
+layout: a channels_last weight comes back channels_last (the optimiser's moments must match their parameters'
+strides: a fused AdamW step over moments of another layout reads the wrong elements, and a resume diverges).
 
 Packed form (``{"y9-packed": 1, ...}``):
 - ``tree``: the structure with each tensor replaced by the marker string ``TENSOR`` (in order of appearance);
 - ``dtypes``: uint8 [N], each tensor's dtype as an index into ``DTYPES``; ``ndims``: uint8 [N];
 - ``dims``: int64 [sum(ndims)], the shapes one after another;
-- ``blob``: uint8 [B], each tensor's bytes (C order) from the previous one's end rounded up to ``ALIGN`` bytes,
-  so every tensor starts on an 8-byte boundary (a view of its dtype can be taken there).
+- ``orders``: int64 [sum(ndims)], each tensor's dimensions from the outermost in memory to the innermost (0, 1, ...
+  for a C-contiguous tensor; 0, 2, 3, 1 for a channels_last one);
+- ``blob``: uint8 [B], each tensor's bytes in that memory order from the previous one's end rounded up to
+  ``ALIGN`` bytes, so every tensor starts on an 8-byte boundary (a view of its dtype can be taken there).
 """
 
 from __future__ import annotations
@@ -76,20 +80,30 @@ def pack(obj: Any) -> dict[str, Any]:
     tree = walk(obj)
     parts: list[torch.Tensor] = []
     dims: list[int] = []
+    orders: list[int] = []
     for t in tensors:
-        flat = t.contiguous().reshape(-1).view(torch.uint8).cpu()
+        order = memory_order(t)
+        flat = t.permute(order).contiguous().reshape(-1).view(torch.uint8).cpu()
         parts.append(flat)
         if flat.numel() % ALIGN:
             parts.append(torch.zeros(ALIGN - flat.numel() % ALIGN, dtype=torch.uint8))
         dims.extend(t.shape)
+        orders.extend(order)
     return {
         PACKED_KEY: 1,
         "tree": tree,
         "dtypes": torch.tensor([_CODE[t.dtype] for t in tensors], dtype=torch.uint8),
         "ndims": torch.tensor([t.dim() for t in tensors], dtype=torch.uint8),
         "dims": torch.tensor(dims, dtype=torch.int64),
+        "orders": torch.tensor(orders, dtype=torch.int64),
         "blob": torch.cat(parts) if parts else torch.zeros(0, dtype=torch.uint8),
     }
+
+
+def memory_order(t: torch.Tensor) -> list[int]:
+    """``t``'s dimensions from the largest stride to the smallest (ties in dimension order): ``t.permute(order)`` is
+    C-contiguous when ``t`` is dense (any permutation of a contiguous layout, channels_last included)."""
+    return sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
 
 
 def _index_tensor(packed: Mapping[str, Any], key: str, dtype: torch.dtype) -> list[int]:
@@ -107,28 +121,33 @@ def unpack(packed: Mapping[str, Any]) -> Any:
     codes = _index_tensor(packed, "dtypes", torch.uint8)
     ndims = _index_tensor(packed, "ndims", torch.uint8)
     dims = _index_tensor(packed, "dims", torch.int64)
+    orders = _index_tensor(packed, "orders", torch.int64)
     blob = packed.get("blob")
     if not isinstance(blob, torch.Tensor) or blob.dtype != torch.uint8 or blob.dim() != 1:
         raise ValueError("its 'blob' is not a 1-D uint8 tensor")
-    if len(codes) != len(ndims) or len(dims) != sum(ndims):
+    if len(codes) != len(ndims) or len(dims) != sum(ndims) or len(orders) != len(dims):
         raise ValueError(
-            f"its index describes {len(codes)} dtypes, {len(ndims)} ranks and {len(dims)} sizes; expected one dtype "
-            "and one rank per tensor and as many sizes as the ranks add up to"
+            f"its index describes {len(codes)} dtypes, {len(ndims)} ranks, {len(dims)} sizes and {len(orders)} "
+            "memory orders; expected one dtype and one rank per tensor and as many sizes and orders as the ranks add up to"
         )
     if any(c >= len(DTYPES) for c in codes) or any(d < 0 for d in dims):
         raise ValueError(f"its index holds a dtype code over {len(DTYPES) - 1} or a negative size")
     tensors: list[torch.Tensor] = []
     offset = j = 0
     for code, nd in zip(codes, ndims):
-        dtype, shape = DTYPES[code], dims[j : j + nd]
+        dtype, shape, order = DTYPES[code], dims[j : j + nd], orders[j : j + nd]
         j += nd
+        if sorted(order) != list(range(nd)):
+            raise ValueError(f"its memory order {order} of a {nd}-dimensional tensor is not a permutation of 0..{nd - 1}")
         numel = 1
         for d in shape:
             numel *= d
         nbytes = numel * dtype.itemsize
         if offset + nbytes > blob.numel():
             raise ValueError(f"its buffer holds {blob.numel()} bytes, fewer than its tensors need")
-        tensors.append(blob[offset : offset + nbytes].view(dtype).reshape(shape).clone())
+        stored = blob[offset : offset + nbytes].view(dtype).reshape([shape[d] for d in order])
+        back = sorted(range(nd), key=order.__getitem__)  # the inverse permutation
+        tensors.append(stored.permute(back).clone())  # a dense layout: clone keeps its strides
         offset += _aligned(nbytes)
     if offset != blob.numel():
         raise ValueError(f"its buffer holds {blob.numel()} bytes; its tensors need {offset}")
