@@ -163,12 +163,20 @@ def build_optimizer(model: nn.Module, hyp: Hyp, *, batch: int, device: torch.dev
 
 def set_implementation(optimizer: torch.optim.Optimizer, device: torch.device) -> None:
     """Put back ``optimizer_implementation``'s choice after loading a state dict (saved on another device, or by an
-    older y9 that fused SGD)."""
+    older y9 that fused SGD), and lay each per-parameter state tensor (moments, momentum buffers) out as its
+    parameter: a state saved by a channels_last run (CUDA) resumed in a contiguous one (the CPU), or the reverse,
+    would otherwise feed a fused step tensors of two layouts, which it reads element by element of storage, not of
+    index (a wrong update; tests/train/test_optim_amp_skip.py)."""
     kind = "adamw" if isinstance(optimizer, torch.optim.AdamW) else "sgd"
     impl = optimizer_implementation(kind, device.type)
     for g in optimizer.param_groups:
         g["fused"] = impl.get("fused", False)
         g["foreach"] = impl.get("foreach", False)
+        for p in g["params"]:
+            state = optimizer.state.get(p, {})
+            for name, value in state.items():
+                if isinstance(value, torch.Tensor) and value.shape == p.shape and value.stride() != p.stride():
+                    state[name] = torch.empty_like(p, dtype=value.dtype).copy_(value)
 
 
 @dataclass(frozen=True)
