@@ -95,6 +95,22 @@ def test_onnxruntime_backend_describes_and_runs(tiny, tmp_path):
     assert static.batch_range == (2, 2) and static.input_hw == (64, 64)
 
 
+@pytest.mark.parametrize(("omp", "given", "want"),
+                         [("1", None, 1), ("3", None, 3), (None, None, 0), ("1", 2, 2), ("x", None, 0), ("0", None, 0)])
+def test_onnxruntime_threads_follow_omp_num_threads(tiny, monkeypatch, omp, given, want):
+    """ONNX Runtime ignores OMP_NUM_THREADS: the backend passes it on (0: ONNX Runtime's own default, a thread per
+    core); ``threads`` given wins; a value that is not a positive integer is ignored."""
+    from y9deploy.runtime.backends.onnxruntime_backend import OnnxRuntimeBackend
+
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    b = OnnxRuntimeBackend(tiny, "cpu", threads=given)
+    assert b.session.get_session_options().intra_op_num_threads == want
+    b.close()
+
+
 def test_fp16_onnx_runs_and_agrees_with_fp32(gelan_t):
     """An FP16 export (float16 input and output): the Detector feeds float16 and gets the fp32 model's boxes."""
     from y9deploy import Detector

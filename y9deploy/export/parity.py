@@ -57,10 +57,14 @@ def run_onnxruntime(
         raise BackendUnavailableError(
             "the export's parity check needs onnxruntime (pip install onnxruntime)"
         ) from exc
+    from y9deploy.runtime.backends.onnxruntime_backend import cpu_threads
+
     options = ort.SessionOptions()
     options.log_severity_level = (
         3  # errors only: "initializer appears in graph inputs" is expected for end2end
     )
+    if cpu_threads():
+        options.intra_op_num_threads = cpu_threads()
     session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
     return session.run(outputs, feeds)
 

@@ -7,6 +7,7 @@ frame going in and the detections coming out, and ONNX Runtime runs on the Detec
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -64,13 +65,24 @@ def _np_type(ort_type: str, where: str) -> np.dtype:
     return np.dtype(_ORT_TYPES[ort_type])
 
 
+def cpu_threads(threads: int | None = None) -> int | None:
+    """ONNX Runtime's intra-op threads on the CPU: ``threads`` when given, else ``OMP_NUM_THREADS`` when it is a
+    positive integer (the thread budget torch and OpenMP libraries take, which ONNX Runtime ignores: a process told
+    to use one thread would otherwise start and spin one per core), else None (ONNX Runtime's default)."""
+    if threads:
+        return int(threads)
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 class OnnxRuntimeBackend:
     """Runs a y9 ONNX model (raw ``output0`` or end-to-end NMS outputs) with ONNX Runtime.
 
     Args:
         path: the ``.onnx`` file.
         device: None (CUDA when onnxruntime-gpu sees a GPU, else CPU), "cpu", "cuda", "cuda:N".
-        threads: intra-op threads on the CPU (None: ONNX Runtime's default, all cores).
+        threads: intra-op threads on the CPU (None: ``cpu_threads``: OMP_NUM_THREADS when set, else ONNX
+            Runtime's default, one per physical core).
         stream: a CUDA stream handle (int) for ONNX Runtime to run on (the Detector's torch stream).
     """
 
@@ -105,8 +117,9 @@ class OnnxRuntimeBackend:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        threads = cpu_threads(threads)
         if threads:
-            options.intra_op_num_threads = int(threads)
+            options.intra_op_num_threads = threads
         if use_cuda:
             cuda_opts: dict[str, Any] = {"device_id": index, "cudnn_conv_algo_search": "EXHAUSTIVE"}
             if stream is not None:
