@@ -43,6 +43,17 @@ def is_packed(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get(PACKED_KEY) == 1
 
 
+def _map_leaves(obj: Any, leaf: Any) -> Any:
+    """``obj`` rebuilt with ``leaf(value)`` for every value that is not a dict, list or tuple (in order)."""
+    if isinstance(obj, Mapping):
+        return _same_kind(obj, {k: _map_leaves(v, leaf) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return [_map_leaves(v, leaf) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_map_leaves(v, leaf) for v in obj)
+    return leaf(obj)
+
+
 def _same_kind(original: Mapping, items: dict) -> dict:
     """``items`` as an ``OrderedDict`` when ``original`` is one (a state dict), with its ``_metadata`` (the modules'
     versions ``load_state_dict`` reads), else as a dict."""
@@ -63,21 +74,15 @@ def pack(obj: Any) -> dict[str, Any]:
     one CPU buffer (a copy: later changes to the tensors do not reach it)."""
     tensors: list[torch.Tensor] = []
 
-    def walk(o: Any) -> Any:
-        if isinstance(o, torch.Tensor):
-            if o.dtype not in _CODE:
-                raise TypeError(f"cannot pack a tensor of dtype {o.dtype}; expected one of {[str(d) for d in DTYPES]}")
-            tensors.append(o.detach())
-            return TENSOR
-        if isinstance(o, Mapping):
-            return _same_kind(o, {k: walk(v) for k, v in o.items()})
-        if isinstance(o, list):
-            return [walk(v) for v in o]
-        if isinstance(o, tuple):
-            return tuple(walk(v) for v in o)
-        return o
+    def leaf(o: Any) -> Any:
+        if not isinstance(o, torch.Tensor):
+            return o
+        if o.dtype not in _CODE:
+            raise TypeError(f"cannot pack a tensor of dtype {o.dtype}; expected one of {[str(d) for d in DTYPES]}")
+        tensors.append(o.detach())
+        return TENSOR
 
-    tree = walk(obj)
+    tree = _map_leaves(obj, leaf)
     parts: list[torch.Tensor] = []
     dims: list[int] = []
     orders: list[int] = []
@@ -154,20 +159,14 @@ def unpack(packed: Mapping[str, Any]) -> Any:
     it = iter(tensors)
     markers = 0
 
-    def walk(o: Any) -> Any:
+    def leaf(o: Any) -> Any:
         nonlocal markers
-        if isinstance(o, str) and o == TENSOR:
-            markers += 1
-            return next(it, None)
-        if isinstance(o, dict):
-            return _same_kind(o, {k: walk(v) for k, v in o.items()})
-        if isinstance(o, list):
-            return [walk(v) for v in o]
-        if isinstance(o, tuple):
-            return tuple(walk(v) for v in o)
-        return o
+        if not (isinstance(o, str) and o == TENSOR):
+            return o
+        markers += 1
+        return next(it, None)
 
-    tree = walk(packed.get("tree"))
+    tree = _map_leaves(packed.get("tree"), leaf)
     if markers != len(tensors):
         raise ValueError(f"its structure has {markers} tensor places for {len(tensors)} stored tensors")
     return tree
