@@ -63,8 +63,9 @@ def run_onnxruntime(
     options.log_severity_level = (
         3  # errors only: "initializer appears in graph inputs" is expected for end2end
     )
-    if cpu_threads():
-        options.intra_op_num_threads = cpu_threads()
+    threads = cpu_threads()
+    if threads:
+        options.intra_op_num_threads = threads
     session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
     return session.run(outputs, feeds)
 

@@ -138,7 +138,7 @@ def val_checkpoint(
     from y9train.checkpoint import load_checkpoint
     from y9train.checkpoints.facts import facts_of
     from y9train.data import YoloDataset, build_dataloader, load_data_yaml
-    from y9train.reparam import fuse, to_deploy
+    from y9train.checkpoints.deploy import deploy_model
     from y9train.setup.device_model import check_model_fits_data, resolve_amp, resolve_device
 
     require_metrics_backend()
@@ -147,7 +147,7 @@ def val_checkpoint(
     net = load_checkpoint(model)
     check_model_fits_data(net, data_cfg, str(model), allow_new_head=False)
     facts = facts_of(net, where=str(model))
-    net = fuse(to_deploy(net))  # as deployed (and as the official val.py runs it): same outputs, faster
+    net = deploy_model(net)  # as deployed (and as the official val.py runs it): same outputs, faster
     trained = max(facts.imgsz)  # square validation: the loader letterboxes to imgsz x imgsz
     if imgsz is None:
         imgsz = trained
@@ -159,7 +159,7 @@ def val_checkpoint(
     loader = build_dataloader(dataset, batch, workers=min(workers, 8), persistent_workers=False)
     amp_dtype, _ = resolve_amp(amp, dev)
     cuda = dev.type == "cuda"
-    net = net.to(dev, memory_format=torch.channels_last)  # the fast convolution layout on CUDA and the CPU
+    net = net.to(dev)  # deploy_model's channels_last layout kept
     result = run_validation(
         net,
         loader,
