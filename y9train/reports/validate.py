@@ -136,9 +136,9 @@ def val_checkpoint(
 
     from y9core.model_facts import FactsWarning, size_notice
     from y9train.checkpoint import load_checkpoint
+    from y9train.checkpoints.deploy import deploy_model
     from y9train.checkpoints.facts import facts_of
     from y9train.data import YoloDataset, build_dataloader, load_data_yaml
-    from y9train.checkpoints.deploy import deploy_model
     from y9train.setup.device_model import check_model_fits_data, resolve_amp, resolve_device
 
     require_metrics_backend()
